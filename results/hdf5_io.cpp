@@ -1,0 +1,541 @@
+// HDF5 writer and reader of RunResult (layout: results/README.md); the only code in mksim that includes HDF5.
+// Uses the C API behind small RAII handles so that every call is checked and named in the error it raises.
+#include "results/hdf5_io.hpp"
+
+#include <hdf5.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <initializer_list>
+#include <iterator>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace mksim::results {
+namespace {
+
+constexpr const char* FORMAT_NAME = "mksim-result";
+constexpr const char* RESERVED_ATTRIBUTES[] = {"format", "format_version", "predicted_time_s", "critical_rank",
+                                               "total_messages"};
+
+// Owns one HDF5 identifier and closes it with the matching H5?close.
+class Handle {
+ public:
+  Handle() = default;
+  Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  Handle(Handle&& other) noexcept : id_(std::exchange(other.id_, H5I_INVALID_HID)), close_(other.close_) {}
+  Handle& operator=(Handle&& other) noexcept {
+    if (this != &other) {
+      reset();
+      id_ = std::exchange(other.id_, H5I_INVALID_HID);
+      close_ = other.close_;
+    }
+    return *this;
+  }
+  ~Handle() { reset(); }
+
+  hid_t get() const { return id_; }
+  /** @brief Closes now and returns the status, for closes whose failure matters (the file). */
+  herr_t close() { return id_ < 0 ? 0 : close_(std::exchange(id_, H5I_INVALID_HID)); }
+
+ private:
+  void reset() {
+    if (id_ >= 0) close_(std::exchange(id_, H5I_INVALID_HID));
+  }
+  hid_t id_ = H5I_INVALID_HID;
+  herr_t (*close_)(hid_t) = nullptr;
+};
+
+// Keeps HDF5 from printing its error stack to stderr during one call (as H5::Exception::dontPrint does), then
+// restores whatever handler the caller had: the errors are reported through our exceptions instead.
+class QuietHdf5Errors {
+ public:
+  QuietHdf5Errors() {
+    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
+  QuietHdf5Errors(const QuietHdf5Errors&) = delete;
+  QuietHdf5Errors& operator=(const QuietHdf5Errors&) = delete;
+  ~QuietHdf5Errors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+
+ private:
+  H5E_auto2_t func_ = nullptr;
+  void* data_ = nullptr;
+};
+
+// The most specific message on HDF5's error stack (e.g. "truncated file: eof = ..."), then clears the stack.
+std::string hdf5_detail() {
+  std::string detail;
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_UPWARD,
+      [](unsigned n, const H5E_error2_t* error, void* out) -> herr_t {
+        if (n == 0 && error->desc != nullptr) {
+          try {
+            *static_cast<std::string*>(out) = std::string(error->func_name) + ": " + error->desc;
+          } catch (...) {
+            return -1;
+          }
+        }
+        return 0;
+      },
+      &detail);
+  H5Eclear2(H5E_DEFAULT);
+  return detail;
+}
+
+// Raises the error of one failed operation on `path`, with HDF5's own explanation when it has one.
+[[noreturn]] void fail(const std::string& path, const std::string& operation) {
+  const std::string detail = hdf5_detail();
+  throw std::runtime_error(path + ": " + operation + (detail.empty() ? "" : " [HDF5: " + detail + "]"));
+}
+
+Handle checked(hid_t id, herr_t (*close)(hid_t), const std::string& path, const std::string& operation) {
+  if (id < 0) fail(path, operation);
+  return Handle(id, close);
+}
+
+void checked(herr_t status, const std::string& path, const std::string& operation) {
+  if (status < 0) fail(path, operation);
+}
+
+// Variable-length UTF-8 string type: what h5py writes for str, and reads back with .asstr().
+Handle utf8_string_type(const std::string& path) {
+  Handle type = checked(H5Tcopy(H5T_C_S1), H5Tclose, path, "copy string type");
+  checked(H5Tset_size(type.get(), H5T_VARIABLE), path, "make string type variable-length");
+  checked(H5Tset_cset(type.get(), H5T_CSET_UTF8), path, "set string type to UTF-8");
+  return type;
+}
+
+template <class Row, class Field>
+auto column_of(const std::vector<Row>& rows, Field field) {
+  std::vector<std::decay_t<decltype(field(rows.front()))>> column;
+  column.reserve(rows.size());
+  for (const Row& row : rows) column.push_back(field(row));
+  return column;
+}
+
+// --- writing ---
+
+class Writer {
+ public:
+  Writer(std::string path, hid_t file) : path_(std::move(path)), file_(file) {
+    dcpl_ = checked(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, path_, "create dataset property list");
+    checked(H5Pset_obj_track_times(dcpl_.get(), 0), path_, "disable dataset time tracking");
+    gcpl_ = checked(H5Pcreate(H5P_GROUP_CREATE), H5Pclose, path_, "create group property list");
+    checked(H5Pset_obj_track_times(gcpl_.get(), 0), path_, "disable group time tracking");
+    // Tracked creation order makes h5py list a table's columns in the order written here.
+    checked(H5Pset_link_creation_order(gcpl_.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED), path_,
+            "set group link creation order");
+    string_type_ = utf8_string_type(path_);
+  }
+
+  void string_attribute(const std::string& name, const std::string& value) {
+    const Handle space = checked(H5Screate(H5S_SCALAR), H5Sclose, path_, "create scalar dataspace");
+    const std::string operation = "attribute '" + name + "'";
+    const Handle attribute = checked(H5Acreate2(file_, name.c_str(), string_type_.get(), space.get(), H5P_DEFAULT,
+                                                H5P_DEFAULT),
+                                     H5Aclose, path_, "create " + operation);
+    const char* data = value.c_str();
+    checked(H5Awrite(attribute.get(), string_type_.get(), &data), path_, "write " + operation);
+  }
+
+  void number_attribute(const char* name, hid_t file_type, hid_t memory_type, const void* value) {
+    const Handle space = checked(H5Screate(H5S_SCALAR), H5Sclose, path_, "create scalar dataspace");
+    const std::string operation = std::string("attribute '") + name + "'";
+    const Handle attribute = checked(H5Acreate2(file_, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                                     H5Aclose, path_, "create " + operation);
+    checked(H5Awrite(attribute.get(), memory_type, value), path_, "write " + operation);
+  }
+
+  Handle group(const char* name) {
+    return checked(H5Gcreate2(file_, name, H5P_DEFAULT, gcpl_.get(), H5P_DEFAULT), H5Gclose, path_,
+                   std::string("create group /") + name);
+  }
+
+  void column(const Handle& group, const char* table, const char* name, const std::vector<double>& values) {
+    write_column(group, table, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.size(), values.data());
+  }
+  void column(const Handle& group, const char* table, const char* name, const std::vector<std::uint64_t>& values) {
+    write_column(group, table, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, values.size(), values.data());
+  }
+  void column(const Handle& group, const char* table, const char* name, const std::vector<std::string>& values) {
+    const std::vector<const char*> pointers = column_of(values, [](const std::string& s) { return s.c_str(); });
+    write_column(group, table, name, string_type_.get(), string_type_.get(), values.size(), pointers.data());
+  }
+
+ private:
+  void write_column(const Handle& group, const char* table, const char* name, hid_t file_type, hid_t memory_type,
+                    std::size_t rows, const void* data) {
+    const std::string dataset_name = std::string("dataset /") + table + "/" + name;
+    const hsize_t dims[1] = {rows};
+    const Handle space = checked(H5Screate_simple(1, dims, nullptr), H5Sclose, path_, "create dataspace");
+    const Handle dataset = checked(
+        H5Dcreate2(group.get(), name, file_type, space.get(), H5P_DEFAULT, dcpl_.get(), H5P_DEFAULT), H5Dclose,
+        path_, "create " + dataset_name);
+    if (rows > 0) {
+      checked(H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), path_,
+              "write " + dataset_name);
+    }
+  }
+
+  std::string path_;
+  hid_t file_;
+  Handle dcpl_, gcpl_, string_type_;
+};
+
+void validate_for_writing(const std::string& path, const RunResult& result) {
+  const auto has_nul = [](const std::string& s) { return s.find('\0') != std::string::npos; };
+  std::set<std::string> seen;
+  for (const auto& [key, value] : result.attributes) {
+    const std::string where = path + ": attribute '" + key + "'";
+    if (key.empty()) throw std::runtime_error(path + ": attribute with an empty key");
+    if (std::find(std::begin(RESERVED_ATTRIBUTES), std::end(RESERVED_ATTRIBUTES), key) !=
+        std::end(RESERVED_ATTRIBUTES))
+      throw std::runtime_error(where + " uses a name reserved for the root attributes of the format");
+    if (!seen.insert(key).second) throw std::runtime_error(where + " appears twice");
+    if (has_nul(key) || has_nul(value)) throw std::runtime_error(where + " contains a NUL character");
+  }
+  for (const BlockTotals& block : result.blocks)
+    if (has_nul(block.id) || has_nul(block.op) || has_nul(block.phase))
+      throw std::runtime_error(path + ": block '" + block.id + "' has a string with a NUL character");
+  for (const PhaseTotals& phase : result.phases)
+    if (has_nul(phase.phase)) throw std::runtime_error(path + ": phase label with a NUL character");
+}
+
+// Writes the whole file at `file_path`; errors name `path` (what the user asked for).
+void write_file(const std::string& path, const std::string& file_path, const RunResult& result) {
+  const Handle fcpl = checked(H5Pcreate(H5P_FILE_CREATE), H5Pclose, path, "create file property list");
+  checked(H5Pset_obj_track_times(fcpl.get(), 0), path, "disable root group time tracking");
+  checked(H5Pset_link_creation_order(fcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED), path,
+          "set root link creation order");
+  const Handle fapl = checked(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, path, "create file access property list");
+  // SEMI: closing the file fails if anything is still open, instead of silently deferring the close.
+  checked(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_SEMI), path, "set file close degree");
+  Handle file = checked(H5Fcreate(file_path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()), H5Fclose, path,
+                        "create temporary file " + file_path);
+  {
+    Writer writer(path, file.get());
+    writer.string_attribute("format", FORMAT_NAME);
+    const int version = FORMAT_VERSION;
+    writer.number_attribute("format_version", H5T_STD_I32LE, H5T_NATIVE_INT, &version);
+    writer.number_attribute("predicted_time_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &result.predicted_time_s);
+    writer.number_attribute("critical_rank", H5T_STD_I32LE, H5T_NATIVE_INT, &result.critical_rank);
+    writer.number_attribute("total_messages", H5T_STD_U64LE, H5T_NATIVE_UINT64, &result.total_messages);
+    for (const auto& [key, value] : result.attributes) writer.string_attribute(key, value);
+
+    const std::vector<RankTimes>& ranks = result.ranks;
+    const Handle ranks_group = writer.group("ranks");
+    writer.column(ranks_group, "ranks", "finish_s", column_of(ranks, [](const RankTimes& r) { return r.finish_s; }));
+    writer.column(ranks_group, "ranks", "compute_s", column_of(ranks, [](const RankTimes& r) { return r.compute_s; }));
+    writer.column(ranks_group, "ranks", "comm_s", column_of(ranks, [](const RankTimes& r) { return r.comm_s; }));
+    writer.column(ranks_group, "ranks", "wait_s", column_of(ranks, [](const RankTimes& r) { return r.wait_s; }));
+    writer.column(ranks_group, "ranks", "messages_sent",
+                  column_of(ranks, [](const RankTimes& r) { return r.messages_sent; }));
+    writer.column(ranks_group, "ranks", "bytes_sent", column_of(ranks, [](const RankTimes& r) { return r.bytes_sent; }));
+
+    const std::vector<BlockTotals>& blocks = result.blocks;
+    const Handle blocks_group = writer.group("blocks");
+    writer.column(blocks_group, "blocks", "id", column_of(blocks, [](const BlockTotals& b) { return b.id; }));
+    writer.column(blocks_group, "blocks", "op", column_of(blocks, [](const BlockTotals& b) { return b.op; }));
+    writer.column(blocks_group, "blocks", "phase", column_of(blocks, [](const BlockTotals& b) { return b.phase; }));
+    writer.column(blocks_group, "blocks", "executions",
+                  column_of(blocks, [](const BlockTotals& b) { return b.executions; }));
+    writer.column(blocks_group, "blocks", "time_s", column_of(blocks, [](const BlockTotals& b) { return b.time_s; }));
+    writer.column(blocks_group, "blocks", "bytes", column_of(blocks, [](const BlockTotals& b) { return b.bytes; }));
+
+    const std::vector<PhaseTotals>& phases = result.phases;
+    const Handle phases_group = writer.group("phases");
+    writer.column(phases_group, "phases", "phase", column_of(phases, [](const PhaseTotals& p) { return p.phase; }));
+    writer.column(phases_group, "phases", "compute_s",
+                  column_of(phases, [](const PhaseTotals& p) { return p.compute_s; }));
+    writer.column(phases_group, "phases", "comm_s", column_of(phases, [](const PhaseTotals& p) { return p.comm_s; }));
+    writer.column(phases_group, "phases", "wait_s", column_of(phases, [](const PhaseTotals& p) { return p.wait_s; }));
+  }
+  checked(file.close(), path, "close (flush) temporary file " + file_path);
+}
+
+// Makes the finished temporary file durable before it is renamed into place.
+void sync_file(const std::string& path, const std::string& file_path) {
+  const int fd = ::open(file_path.c_str(), O_RDONLY);
+  if (fd < 0) throw std::runtime_error(path + ": open " + file_path + " to sync it: " + std::strerror(errno));
+  const int status = ::fsync(fd);
+  const int error = errno;
+  ::close(fd);
+  if (status != 0) throw std::runtime_error(path + ": fsync " + file_path + ": " + std::strerror(error));
+}
+
+// --- reading ---
+
+class Reader {
+ public:
+  Reader(std::string path, hid_t file) : path_(std::move(path)), file_(file) {}
+
+  bool has_attribute(const std::string& name) {
+    const htri_t exists = H5Aexists(file_, name.c_str());
+    if (exists < 0) fail(path_, "look up root attribute '" + name + "'");
+    return exists > 0;
+  }
+
+  Handle attribute(const std::string& name, H5T_class_t expected, const char* expected_name) {
+    if (!has_attribute(name)) throw std::runtime_error(path_ + ": missing root attribute '" + name + "'");
+    Handle attr = checked(H5Aopen(file_, name.c_str(), H5P_DEFAULT), H5Aclose, path_,
+                          "open root attribute '" + name + "'");
+    const Handle type = checked(H5Aget_type(attr.get()), H5Tclose, path_, "get type of root attribute '" + name + "'");
+    if (H5Tget_class(type.get()) != expected)
+      throw std::runtime_error(path_ + ": root attribute '" + name + "' is not " + expected_name);
+    return attr;
+  }
+
+  template <class T>
+  T number_attribute(const std::string& name, hid_t memory_type, H5T_class_t expected, const char* expected_name) {
+    const Handle attr = attribute(name, expected, expected_name);
+    T value{};
+    checked(H5Aread(attr.get(), memory_type, &value), path_, "read root attribute '" + name + "'");
+    return value;
+  }
+
+  std::string string_attribute(const std::string& name) {
+    const Handle attr = attribute(name, H5T_STRING, "a string");
+    const Handle space = checked(H5Aget_space(attr.get()), H5Sclose, path_, "get space of attribute '" + name + "'");
+    const Handle type = checked(H5Aget_type(attr.get()), H5Tclose, path_, "get type of attribute '" + name + "'");
+    std::vector<std::string> values = read_strings(type.get(), space.get(), "root attribute '" + name + "'",
+                                                   [&](hid_t memory_type, void* buffer) {
+                                                     return H5Aread(attr.get(), memory_type, buffer);
+                                                   });
+    if (values.size() != 1) throw std::runtime_error(path_ + ": root attribute '" + name + "' is not a scalar");
+    return std::move(values.front());
+  }
+
+  std::vector<std::string> attribute_names() {
+    std::vector<std::string> names;
+    checked(H5Aiterate2(
+                file_, H5_INDEX_NAME, H5_ITER_INC, nullptr,
+                [](hid_t, const char* name, const H5A_info_t*, void* out) -> herr_t {
+                  try {
+                    static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+                    return 0;
+                  } catch (...) {
+                    return -1;
+                  }
+                },
+                &names),
+            path_, "list root attributes");
+    return names;
+  }
+
+  Handle group(const char* name) {
+    const htri_t exists = H5Lexists(file_, name, H5P_DEFAULT);
+    if (exists < 0) fail(path_, std::string("look up group /") + name);
+    if (exists == 0) throw std::runtime_error(path_ + ": missing group /" + name);
+    return checked(H5Gopen2(file_, name, H5P_DEFAULT), H5Gclose, path_, std::string("open group /") + name);
+  }
+
+  std::vector<double> doubles(const Handle& group, const char* table, const char* name) {
+    return numbers<double>(group, table, name, H5T_NATIVE_DOUBLE, H5T_FLOAT, "floating point");
+  }
+  std::vector<std::uint64_t> uint64s(const Handle& group, const char* table, const char* name) {
+    return numbers<std::uint64_t>(group, table, name, H5T_NATIVE_UINT64, H5T_INTEGER, "integer");
+  }
+  std::vector<std::string> strings(const Handle& group, const char* table, const char* name) {
+    const Column column = open_column(group, table, name, H5T_STRING, "string");
+    return read_strings(column.type.get(), column.space.get(), column.label, [&](hid_t memory_type, void* buffer) {
+      return H5Dread(column.dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer);
+    });
+  }
+
+  /** @brief Checks that all columns of a table have the same length; returns it. */
+  std::size_t rows(const char* table, std::initializer_list<std::pair<const char*, std::size_t>> columns) {
+    const auto& [first_name, first_rows] = *columns.begin();
+    for (const auto& [name, n] : columns)
+      if (n != first_rows)
+        throw std::runtime_error(path_ + ": dataset /" + table + "/" + name + " has " + std::to_string(n) +
+                                 " rows but /" + table + "/" + first_name + " has " + std::to_string(first_rows));
+    return first_rows;
+  }
+
+ private:
+  struct Column {
+    Handle dataset, space, type;
+    std::string label;
+  };
+
+  Column open_column(const Handle& group, const char* table, const char* name, H5T_class_t expected,
+                     const char* expected_name) {
+    Column column;
+    column.label = std::string("dataset /") + table + "/" + name;
+    const htri_t exists = H5Lexists(group.get(), name, H5P_DEFAULT);
+    if (exists < 0) fail(path_, "look up " + column.label);
+    if (exists == 0) throw std::runtime_error(path_ + ": missing " + column.label);
+    column.dataset = checked(H5Dopen2(group.get(), name, H5P_DEFAULT), H5Dclose, path_, "open " + column.label);
+    column.space = checked(H5Dget_space(column.dataset.get()), H5Sclose, path_, "get space of " + column.label);
+    column.type = checked(H5Dget_type(column.dataset.get()), H5Tclose, path_, "get type of " + column.label);
+    if (H5Sget_simple_extent_ndims(column.space.get()) != 1)
+      throw std::runtime_error(path_ + ": " + column.label + " is not one-dimensional");
+    if (H5Tget_class(column.type.get()) != expected)
+      throw std::runtime_error(path_ + ": " + column.label + " is not of " + expected_name + " type");
+    return column;
+  }
+
+  template <class T>
+  std::vector<T> numbers(const Handle& group, const char* table, const char* name, hid_t memory_type,
+                         H5T_class_t expected, const char* expected_name) {
+    const Column column = open_column(group, table, name, expected, expected_name);
+    const hssize_t n = H5Sget_simple_extent_npoints(column.space.get());
+    if (n < 0) fail(path_, "get size of " + column.label);
+    std::vector<T> values(static_cast<std::size_t>(n));
+    if (n > 0)
+      checked(H5Dread(column.dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), path_,
+              "read " + column.label);
+    return values;
+  }
+
+  // Reads variable-length strings (as written here and by h5py) or fixed-length ones (as numpy writes 'S').
+  template <class Read>
+  std::vector<std::string> read_strings(hid_t file_type, hid_t space, const std::string& label, Read read) {
+    const hssize_t npoints = H5Sget_simple_extent_npoints(space);
+    if (npoints < 0) fail(path_, "get size of " + label);
+    const auto n = static_cast<std::size_t>(npoints);
+    std::vector<std::string> values;
+    values.reserve(n);
+    if (n == 0) return values;
+    const Handle memory_type = checked(H5Tcopy(file_type), H5Tclose, path_, "copy type of " + label);
+    const htri_t variable = H5Tis_variable_str(file_type);
+    if (variable < 0) fail(path_, "inspect type of " + label);
+    if (variable > 0) {
+      std::vector<char*> pointers(n, nullptr);
+      checked(read(memory_type.get(), pointers.data()), path_, "read " + label);
+      for (const char* p : pointers) values.emplace_back(p == nullptr ? "" : p);
+      H5Dvlen_reclaim(memory_type.get(), space, H5P_DEFAULT, pointers.data());
+    } else {
+      const std::size_t size = H5Tget_size(file_type);
+      std::vector<char> buffer(n * size);
+      checked(read(memory_type.get(), buffer.data()), path_, "read " + label);
+      const bool space_padded = H5Tget_strpad(file_type) == H5T_STR_SPACEPAD;
+      for (std::size_t i = 0; i < n; ++i) {
+        std::string value(buffer.data() + i * size, size);
+        const std::size_t end = space_padded ? value.find_last_not_of(' ') + 1 : value.find('\0');
+        if (end != std::string::npos) value.resize(end);
+        values.push_back(std::move(value));
+      }
+    }
+    return values;
+  }
+
+  std::string path_;
+  hid_t file_;
+};
+
+RunResult read_file(const std::string& path, hid_t file) {
+  Reader reader(path, file);
+  RunResult result;
+
+  const std::string format = reader.string_attribute("format");
+  if (format != FORMAT_NAME)
+    throw std::runtime_error(path + ": not an mksim result (root attribute format = '" + format + "')");
+  const int version = reader.number_attribute<int>("format_version", H5T_NATIVE_INT, H5T_INTEGER, "an integer");
+  if (version != FORMAT_VERSION)
+    throw std::runtime_error(path + ": unsupported format_version " + std::to_string(version) + " (this build reads " +
+                             std::to_string(FORMAT_VERSION) + ")");
+  result.predicted_time_s =
+      reader.number_attribute<double>("predicted_time_s", H5T_NATIVE_DOUBLE, H5T_FLOAT, "floating point");
+  result.critical_rank = reader.number_attribute<int>("critical_rank", H5T_NATIVE_INT, H5T_INTEGER, "an integer");
+  result.total_messages =
+      reader.number_attribute<std::uint64_t>("total_messages", H5T_NATIVE_UINT64, H5T_INTEGER, "an integer");
+  for (const std::string& name : reader.attribute_names()) {
+    if (std::find(std::begin(RESERVED_ATTRIBUTES), std::end(RESERVED_ATTRIBUTES), name) !=
+        std::end(RESERVED_ATTRIBUTES))
+      continue;
+    result.attributes.emplace_back(name, reader.string_attribute(name));
+  }
+  std::sort(result.attributes.begin(), result.attributes.end());
+
+  {
+    const Handle group = reader.group("ranks");
+    const auto finish = reader.doubles(group, "ranks", "finish_s");
+    const auto compute = reader.doubles(group, "ranks", "compute_s");
+    const auto comm = reader.doubles(group, "ranks", "comm_s");
+    const auto wait = reader.doubles(group, "ranks", "wait_s");
+    const auto messages = reader.uint64s(group, "ranks", "messages_sent");
+    const auto bytes = reader.uint64s(group, "ranks", "bytes_sent");
+    const std::size_t n = reader.rows("ranks", {{"finish_s", finish.size()},
+                                                {"compute_s", compute.size()},
+                                                {"comm_s", comm.size()},
+                                                {"wait_s", wait.size()},
+                                                {"messages_sent", messages.size()},
+                                                {"bytes_sent", bytes.size()}});
+    for (std::size_t i = 0; i < n; ++i)
+      result.ranks.push_back({finish[i], compute[i], comm[i], wait[i], messages[i], bytes[i]});
+  }
+  {
+    const Handle group = reader.group("blocks");
+    auto id = reader.strings(group, "blocks", "id");
+    auto op = reader.strings(group, "blocks", "op");
+    auto phase = reader.strings(group, "blocks", "phase");
+    const auto executions = reader.uint64s(group, "blocks", "executions");
+    const auto time = reader.doubles(group, "blocks", "time_s");
+    const auto bytes = reader.doubles(group, "blocks", "bytes");
+    const std::size_t n = reader.rows("blocks", {{"id", id.size()},
+                                                 {"op", op.size()},
+                                                 {"phase", phase.size()},
+                                                 {"executions", executions.size()},
+                                                 {"time_s", time.size()},
+                                                 {"bytes", bytes.size()}});
+    for (std::size_t i = 0; i < n; ++i)
+      result.blocks.push_back(
+          {std::move(id[i]), std::move(op[i]), std::move(phase[i]), executions[i], time[i], bytes[i]});
+  }
+  {
+    const Handle group = reader.group("phases");
+    auto phase = reader.strings(group, "phases", "phase");
+    const auto compute = reader.doubles(group, "phases", "compute_s");
+    const auto comm = reader.doubles(group, "phases", "comm_s");
+    const auto wait = reader.doubles(group, "phases", "wait_s");
+    const std::size_t n = reader.rows("phases", {{"phase", phase.size()},
+                                                 {"compute_s", compute.size()},
+                                                 {"comm_s", comm.size()},
+                                                 {"wait_s", wait.size()}});
+    for (std::size_t i = 0; i < n; ++i) result.phases.push_back({std::move(phase[i]), compute[i], comm[i], wait[i]});
+  }
+  return result;
+}
+
+}  // namespace
+
+void write_run_hdf5(const std::string& path, const RunResult& result) {
+  validate_for_writing(path, result);
+  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
+  const QuietHdf5Errors quiet;
+  try {
+    write_file(path, temporary, result);
+    sync_file(path, temporary);
+    if (std::rename(temporary.c_str(), path.c_str()) != 0)
+      throw std::runtime_error(path + ": rename " + temporary + " into place: " + std::strerror(errno));
+  } catch (...) {
+    std::remove(temporary.c_str());
+    throw;
+  }
+}
+
+RunResult read_run_hdf5(const std::string& path) {
+  const QuietHdf5Errors quiet;
+  const Handle fapl = checked(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, path, "create file access property list");
+  // STRONG: closing the file also closes anything an error path left open.
+  checked(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG), path, "set file close degree");
+  const Handle file = checked(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose, path,
+                              "open as HDF5 file");
+  return read_file(path, file.get());
+}
+
+}  // namespace mksim::results

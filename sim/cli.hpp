@@ -1,0 +1,16 @@
+// The mksim command line, as a function tests can call (never hands argv to SimGrid).
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace mksim::sim {
+
+/** @brief Exit codes of mksim. */
+enum ExitCode : int { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_DEADLOCK = 3 };
+
+/** @brief Runs `mksim args...` (args exclude the program name); returns the exit code. */
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace mksim::sim

@@ -1,0 +1,665 @@
+// The replay engine: walks each rank's skeleton tree (never expanded into a trace) inside one SimGrid actor
+// per rank; message matching is mksim's (MPI order: source, tag, context), data transfers are SimGrid's.
+#include "sim/replay.hpp"
+
+#include "sim/collectives.hpp"
+#include "sim/platform.hpp"
+#include "skeletons/error.hpp"
+#include "skeletons/skeleton_io.hpp"
+
+#include <simgrid/s4u.hpp>
+#include <simgrid/version.h>
+#include <xbt/config.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#ifndef MKSIM_VERSION
+#define MKSIM_VERSION "0.0.0"
+#endif
+
+namespace sg4 = simgrid::s4u;
+
+namespace mksim::sim {
+
+using namespace mksim::skeletons;
+
+namespace {
+
+constexpr int ANY = -1;
+constexpr std::size_t TIMELINE_MAX_ROWS = 5'000'000;
+
+/** @brief One MPI request (a send or a receive). Eager sends are complete once posted. */
+struct Request {
+  bool is_send = false;
+  bool eager = false;
+  bool started = false;  // the transfer exists (comm is set) or, for eager sends, the data left
+  std::uint8_t ctx = 0;  // 0: user messages, 1: collectives' internal messages
+  int owner = 0;
+  int peer = 0;          // destination of a send; source (or ANY) of a receive
+  int tag = 0;           // or ANY for receives
+  int block = -1;        // skeleton block that posted it
+  double size = 0;       // bytes
+  double match_time = 0; // when the partner arrived (the transfer started)
+  bool launching = false; // a rank is inside sendto_async for this send
+  sg4::CommPtr comm;
+  std::shared_ptr<Request> matched_recv;  // for sends: the receive that matched it
+};
+using ReqPtr = std::shared_ptr<Request>;
+
+/** @brief Thrown inside rank actors to unwind them when the run is aborted (deadlock or error). */
+struct Aborted {};
+
+struct TimelineRow {
+  int rank;
+  int block;
+  const char* kind;
+  double start;
+  double end;
+};
+
+struct RankState {
+  sg4::Host* host = nullptr;
+  std::vector<double> frame;
+  std::uint64_t rng = 0;
+  std::deque<ReqPtr> posted;      // receives waiting for a message
+  std::deque<ReqPtr> unexpected;  // messages (eager) or rendezvous sends waiting for a receive
+  std::vector<ReqPtr> outstanding;
+  std::vector<ReqPtr> named;      // request slots of the skeleton
+  sg4::SemaphorePtr sem;
+  bool blocked = false;           // waiting on sem for a partner
+  const Request* waiting_for = nullptr;
+  bool finished = false;
+  int coll_seq = 0;
+  results::RankTimes times;
+};
+
+/** @brief Time split of one MPI operation. */
+struct Split {
+  double comm = 0;
+  double wait = 0;
+};
+
+}  // namespace
+
+/** @brief Per-run state shared by the rank actors (they run one at a time, so no locking). */
+class ReplayContext final : public P2PLayer {
+ public:
+  ReplayContext(const Skeleton& sk, const MachineParams& m, std::vector<sg4::Host*> hosts, int P,
+                const std::vector<double>& base_frame, std::uint64_t seed, bool timeline)
+      : sk_(sk), m_(m), P_(P), timeline_on_(timeline) {
+    ranks_.resize(P);
+    for (int r = 0; r < P; ++r) {
+      RankState& rs = ranks_[r];
+      rs.host = hosts[r];
+      rs.frame = base_frame;
+      bind_rank(sk_, rs.frame, r);
+      rs.rng = seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(r) + 1;
+      rs.named.resize(sk_.request_slots);
+    }
+    block_exec_.assign(sk_.blocks.size(), 0);
+    block_time_.assign(sk_.blocks.size(), 0.0);
+    block_bytes_.assign(sk_.blocks.size(), 0.0);
+    // Phase labels, sorted, and each block's phase index.
+    std::vector<std::string> labels;
+    for (const auto& b : sk_.blocks) labels.push_back(b.phase);
+    std::sort(labels.begin(), labels.end());
+    labels.erase(std::unique(labels.begin(), labels.end()), labels.end());
+    phase_names_ = labels;
+    phase_.assign(labels.size(), results::PhaseTotals{});
+    for (std::size_t i = 0; i < labels.size(); ++i) phase_[i].phase = labels[i];
+    for (const auto& b : sk_.blocks)
+      block_phase_.push_back(static_cast<int>(std::lower_bound(labels.begin(), labels.end(), b.phase) - labels.begin()));
+    active_ = P;
+  }
+
+  void run_rank(int r) {
+    RankState& rs = ranks_[r];
+    rs.sem = sg4::Semaphore::create(0);
+    try {
+      int g = select_group(sk_, rs.frame);
+      if (g < 0) throw ReplayError("no rank group matches rank " + std::to_string(r));
+      run_body(r, sk_.groups[g].body);
+      if (!rs.outstanding.empty()) {
+        // MPI requires requests to be completed; an unwaited one is a skeleton bug, reported as such.
+        const Request& q = *rs.outstanding.front();
+        throw ReplayError("rank " + std::to_string(r) + " finished with " + std::to_string(rs.outstanding.size()) +
+                          " request(s) never waited for (first posted by block " + block_id(q.block) + ")");
+      }
+    } catch (const Aborted&) {
+    } catch (const std::exception& e) {
+      abort_run(e.what());
+    }
+    rs.finished = true;
+    rs.times.finish_s = sg4::Engine::get_clock();
+    rs.sem = nullptr;
+    --active_;
+    check_deadlock();
+  }
+
+  // ---- P2PLayer, used by collectives too ----
+  std::shared_ptr<void> isend(int me, int dst, int tag, double bytes, int block) override {
+    return post_send(me, dst, tag, 1, bytes, block);
+  }
+  std::shared_ptr<void> irecv(int me, int src, int tag, double bytes, int block) override {
+    return post_recv(me, src, tag, 1, bytes, block);
+  }
+  void wait(int me, const std::shared_ptr<void>& req, CollAcc& acc) override {
+    Split s = wait_req(me, std::static_pointer_cast<Request>(req));
+    acc.comm += s.comm;
+    acc.wait += s.wait;
+  }
+
+  std::string error() const { return error_; }
+  bool deadlocked() const { return deadlocked_; }
+
+  results::RunResult collect() const {
+    results::RunResult out;
+    out.ranks.reserve(P_);
+    for (const auto& rs : ranks_) {
+      out.ranks.push_back(rs.times);
+      out.total_messages += rs.times.messages_sent;
+    }
+    for (int r = 0; r < P_; ++r)
+      if (out.ranks[r].finish_s > out.predicted_time_s) {
+        out.predicted_time_s = out.ranks[r].finish_s;
+        out.critical_rank = r;
+      }
+    for (std::size_t b = 0; b < sk_.blocks.size(); ++b)
+      out.blocks.push_back(results::BlockTotals{sk_.blocks[b].id, sk_.blocks[b].op, sk_.blocks[b].phase,
+                                                block_exec_[b], block_time_[b], block_bytes_[b]});
+    out.phases = phase_;
+    return out;
+  }
+
+  void write_timeline(const std::string& path) const {
+    std::vector<TimelineRow> rows = timeline_;
+    std::sort(rows.begin(), rows.end(), [](const TimelineRow& a, const TimelineRow& b) {
+      return a.rank != b.rank ? a.rank < b.rank : a.start != b.start ? a.start < b.start : a.block < b.block;
+    });
+    std::string tmp = path + ".tmp";
+    {
+      std::ofstream out(tmp);
+      if (!out) throw ReplayError("cannot write timeline " + path);
+      out << "rank,start_s,end_s,kind,block\n";
+      char buf[64];
+      for (const auto& r : rows) {
+        std::snprintf(buf, sizeof buf, ",%.9f,%.9f,", r.start, r.end);
+        out << r.rank << buf << r.kind << ',' << block_id(r.block) << '\n';
+      }
+      if (!out) throw ReplayError("error writing timeline " + path);
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) throw ReplayError("cannot rename timeline to " + path);
+  }
+  bool timeline_truncated() const { return timeline_truncated_; }
+
+ private:
+  std::string block_id(int b) const { return b >= 0 ? sk_.blocks[b].id : std::string("(internal)"); }
+
+  // ---- interpreter ----
+  void run_body(int r, const Body& body) {
+    for (const Block& b : body) run_block(r, b);
+  }
+
+  void run_block(int r, const Block& b) {
+    RankState& rs = ranks_[r];
+    const double t0 = sg4::Engine::get_clock();
+    std::visit([&](const auto& op) { exec(r, b, op); }, b.op);
+    block_exec_[b.index]++;
+    block_time_[b.index] += sg4::Engine::get_clock() - t0;
+    (void)rs;
+  }
+
+  void exec(int r, const Block&, const Loop& l) {
+    RankState& rs = ranks_[r];
+    double n = l.count.eval(rs.frame);
+    if (!(n >= 0) || !std::isfinite(n)) throw ReplayError(where(r, -1) + "loop count \"" + l.count.text() + "\" is " + fmt(n));
+    long long iters = static_cast<long long>(std::floor(n));
+    for (long long i = 0; i < iters; ++i) {
+      if (l.var_slot >= 0) rs.frame[l.var_slot] = static_cast<double>(i);
+      run_body(r, l.body);
+    }
+  }
+
+  void exec(int r, const Block& b, const Branch& br) {
+    RankState& rs = ranks_[r];
+    bool taken;
+    if (br.condition) {
+      taken = br.condition->eval(rs.frame) != 0;
+    } else {
+      double p = br.probability.eval(rs.frame);
+      if (!(p >= 0 && p <= 1)) throw ReplayError(where(r, b.index) + "probability " + fmt(p) + " is not in [0,1]");
+      taken = uniform(rs) < p;
+    }
+    run_body(r, taken ? br.then_body : br.else_body);
+  }
+
+  void exec(int r, const Block& b, const Compute& c) {
+    RankState& rs = ranks_[r];
+    double v = c.amount.eval(rs.frame);
+    if (!(v >= 0) || !std::isfinite(v)) throw ReplayError(where(r, b.index) + "compute amount \"" + c.amount.text() + "\" is " + fmt(v));
+    double seconds = c.in_flops ? v / rs.host->get_speed() : v;
+    double t0 = sg4::Engine::get_clock();
+    if (seconds > 0) sg4::this_actor::sleep_for(seconds);
+    double dt = sg4::Engine::get_clock() - t0;
+    rs.times.compute_s += dt;
+    phase_[block_phase_[b.index]].compute_s += dt;
+    record(r, b.index, "compute", t0);
+  }
+
+  void exec(int r, const Block& b, const P2P& p) {
+    RankState& rs = ranks_[r];
+    double t0 = sg4::Engine::get_clock();
+    double size = p.size_bytes.eval(rs.frame);
+    if (!(size >= 0) || !std::isfinite(size)) throw ReplayError(where(r, b.index) + "size \"" + p.size_bytes.text() + "\" is " + fmt(size));
+    int peer = ANY;
+    if (!p.any_source) peer = checked_rank(r, b.index, p.peer);
+    int tag = p.any_tag ? ANY : static_cast<int>(p.tag.eval(rs.frame));
+    ReqPtr req;
+    if (p.kind == P2PKind::SEND || p.kind == P2PKind::ISEND) {
+      req = post_send(r, peer, tag, 0, size, b.index);
+      block_bytes_[b.index] += size;
+    } else {
+      req = post_recv(r, peer, tag, 0, size, b.index);
+    }
+    Split s;
+    if (p.kind == P2PKind::SEND || p.kind == P2PKind::RECV) {
+      s = wait_req(r, req);
+    } else {
+      rs.outstanding.push_back(req);
+      if (p.request >= 0) rs.named[p.request] = req;
+    }
+    account(r, b.index, t0, s, p.kind == P2PKind::SEND || p.kind == P2PKind::ISEND ? "send" : "recv");
+  }
+
+  void exec(int r, const Block& b, const Wait& w) {
+    RankState& rs = ranks_[r];
+    double t0 = sg4::Engine::get_clock();
+    ReqPtr req = rs.named[w.request];
+    Split s;
+    if (req) {  // waiting on a completed or never-issued request returns at once, as MPI_REQUEST_NULL does
+      auto it = std::find(rs.outstanding.begin(), rs.outstanding.end(), req);
+      if (it != rs.outstanding.end()) {
+        s = wait_req(r, req);
+        rs.outstanding.erase(std::find(rs.outstanding.begin(), rs.outstanding.end(), req));
+      }
+      rs.named[w.request] = nullptr;
+    }
+    account(r, b.index, t0, s, "wait");
+  }
+
+  void exec(int r, const Block& b, const WaitAll&) {
+    RankState& rs = ranks_[r];
+    double t0 = sg4::Engine::get_clock();
+    Split total;
+    // Completes every request; waiting in posting order gives the same end time as MPI_Waitall.
+    std::vector<ReqPtr> reqs;
+    reqs.swap(rs.outstanding);
+    for (auto& q : reqs) {
+      Split s = wait_req(r, q);
+      total.comm += s.comm;
+      total.wait += s.wait;
+    }
+    std::fill(rs.named.begin(), rs.named.end(), nullptr);
+    account(r, b.index, t0, total, "waitall");
+  }
+
+  void exec(int r, const Block& b, const Collective& c) {
+    RankState& rs = ranks_[r];
+    double t0 = sg4::Engine::get_clock();
+    double size = c.size_bytes.eval(rs.frame);
+    if (!(size >= 0) || !std::isfinite(size)) throw ReplayError(where(r, b.index) + "size \"" + c.size_bytes.text() + "\" is " + fmt(size));
+    int root = checked_rank(r, b.index, c.root);
+    int seq = rs.coll_seq++ & 0x3fffffff;
+    CollAcc acc;
+    std::uint64_t sent_before = rs.times.bytes_sent;
+    run_collective(*this, c.kind, r, P_, root, size, seq, b.index, acc);
+    block_bytes_[b.index] += static_cast<double>(rs.times.bytes_sent - sent_before);
+    account(r, b.index, t0, Split{acc.comm, acc.wait}, collective_name(c.kind));
+  }
+
+  // ---- point-to-point core ----
+  static bool matches(const Request& recv, const Request& send) {
+    return recv.ctx == send.ctx && (recv.peer == ANY || recv.peer == send.owner) && (recv.tag == ANY || recv.tag == send.tag);
+  }
+
+  void check_abort() const {
+    if (aborting_) throw Aborted{};
+  }
+
+  // Any SimGrid call (sendto_async, sleep, semaphore release) may let other ranks run before it returns, so
+  // the queues are updated before such a call and never left half-done across one.
+
+  /** @brief Starts the data transfer of a send, then completes the receive matched to it meanwhile, if any. */
+  void launch(const ReqPtr& send) {
+    send->launching = true;
+    const double now = sg4::Engine::get_clock();
+    sg4::CommPtr comm = sg4::Comm::sendto_async(ranks_[send->owner].host, ranks_[send->peer].host,
+                                                static_cast<std::uint64_t>(send->size));
+    send->comm = std::move(comm);
+    send->match_time = now;
+    send->started = true;
+    send->launching = false;
+    wake(send->owner);
+    if (send->matched_recv) bind(*send, *send->matched_recv);
+  }
+
+  /** @brief Gives a matched receive the transfer of its send. */
+  void bind(const Request& send, Request& recv) {
+    if (send.size > recv.size && recv.ctx == 0)
+      throw ReplayError(where(recv.owner, recv.block) + "message of " + fmt(send.size) + " bytes from rank " +
+                        std::to_string(send.owner) + " (block " + block_id(send.block) + ") truncated: receive is " +
+                        fmt(recv.size) + " bytes");
+    recv.comm = send.comm;
+    recv.match_time = send.match_time;
+    recv.started = true;
+    wake(recv.owner);
+  }
+
+  ReqPtr post_send(int me, int dst, int tag, std::uint8_t ctx, double size, int block) {
+    check_abort();
+    RankState& rs = ranks_[me];
+    if (m_.send_overhead_s > 0) sg4::this_actor::sleep_for(m_.send_overhead_s);
+    check_abort();
+    auto req = std::make_shared<Request>();
+    req->is_send = true;
+    req->owner = me;
+    req->peer = dst;
+    req->tag = tag;
+    req->ctx = ctx;
+    req->size = size;
+    req->block = block;
+    req->eager = size <= m_.eager_threshold_bytes;
+    rs.times.messages_sent++;
+    rs.times.bytes_sent += static_cast<std::uint64_t>(size);
+    RankState& ds = ranks_[dst];
+    auto it = std::find_if(ds.posted.begin(), ds.posted.end(), [&](const ReqPtr& q) { return matches(*q, *req); });
+    if (it != ds.posted.end()) {
+      req->matched_recv = *it;
+      ds.posted.erase(it);
+      launch(req);
+    } else {
+      ds.unexpected.push_back(req);
+      // Eager: the data leave now and wait at the receiver. Rendezvous: they leave when a receive matches.
+      if (req->eager) launch(req);
+    }
+    return req;
+  }
+
+  ReqPtr post_recv(int me, int src, int tag, std::uint8_t ctx, double size, int block) {
+    check_abort();
+    RankState& rs = ranks_[me];
+    auto req = std::make_shared<Request>();
+    req->owner = me;
+    req->peer = src;
+    req->tag = tag;
+    req->ctx = ctx;
+    req->size = size;
+    req->block = block;
+    auto it = std::find_if(rs.unexpected.begin(), rs.unexpected.end(), [&](const ReqPtr& q) { return matches(*req, *q); });
+    if (it != rs.unexpected.end()) {
+      ReqPtr send = *it;
+      rs.unexpected.erase(it);
+      send->matched_recv = req;
+      if (send->started) bind(*send, *req);
+      else if (!send->launching) launch(send);  // rendezvous: the receive starts the transfer
+      // else: an eager launch is under way in the sender and will bind this receive when it returns
+    } else {
+      rs.posted.push_back(req);
+    }
+    return req;
+  }
+
+  /** @brief Blocks the rank until the request completes; returns the time split. */
+  Split wait_req(int me, const ReqPtr& req) {
+    RankState& rs = ranks_[me];
+    const double t0 = sg4::Engine::get_clock();
+    while (!req->started) {
+      check_abort();
+      rs.blocked = true;
+      rs.waiting_for = req.get();
+      --active_;
+      check_deadlock();
+      check_abort();  // a deadlock found just now aborts this rank too
+      rs.sem->acquire();
+      check_abort();
+    }
+    rs.waiting_for = nullptr;
+    if (!(req->is_send && req->eager)) req->comm->wait();
+    if (!req->is_send) {
+      double o = m_.recv_overhead_s + m_.per_message_overhead_s;
+      if (o > 0) sg4::this_actor::sleep_for(o);
+    }
+    const double t1 = sg4::Engine::get_clock();
+    Split s;
+    s.wait = std::clamp(req->match_time - t0, 0.0, t1 - t0);
+    s.comm = (t1 - t0) - s.wait;
+    return s;
+  }
+
+  void wake(int r) {
+    RankState& rs = ranks_[r];
+    if (rs.blocked) {
+      rs.blocked = false;
+      ++active_;
+      rs.sem->release();
+    }
+  }
+
+  /** @brief No rank can make progress when every unfinished rank waits for a partner. */
+  void check_deadlock() {
+    if (active_ > 0 || aborting_) return;
+    std::vector<int> blocked;
+    for (int r = 0; r < P_; ++r)
+      if (!ranks_[r].finished && ranks_[r].blocked) blocked.push_back(r);
+    if (blocked.empty()) return;
+    std::ostringstream msg;
+    msg << "deadlock at P=" << P_ << ", simulated time " << fmt(sg4::Engine::get_clock()) << " s: " << blocked.size()
+        << " rank(s) blocked";
+    int shown = 0;
+    for (int r : blocked) {
+      if (shown++ == 16) {
+        msg << "\n  ... and " << blocked.size() - 16 << " more";
+        break;
+      }
+      const Request* q = ranks_[r].waiting_for;
+      msg << "\n  rank " << r << ": ";
+      if (!q) {
+        msg << "waiting";
+        continue;
+      }
+      msg << (q->is_send ? "send to " : "recv from ") << (q->peer == ANY ? std::string("any source") : std::to_string(q->peer))
+          << ", tag " << (q->tag == ANY ? std::string("any") : std::to_string(q->tag)) << ", " << fmt(q->size) << " bytes"
+          << (q->ctx ? " (inside a collective)" : "") << ", block " << block_id(q->block);
+    }
+    deadlocked_ = true;
+    abort_run(msg.str());
+  }
+
+  void abort_run(const std::string& why) {
+    if (error_.empty()) error_ = why;
+    if (aborting_) return;
+    aborting_ = true;
+    for (int r = 0; r < P_; ++r) wake(r);
+  }
+
+  // ---- accounting ----
+  void account(int r, int block, double t0, const Split& s, const char* kind) {
+    RankState& rs = ranks_[r];
+    double total = sg4::Engine::get_clock() - t0;
+    double comm = total - s.wait;  // overheads count as communication
+    rs.times.comm_s += comm;
+    rs.times.wait_s += s.wait;
+    results::PhaseTotals& ph = phase_[block_phase_[block]];
+    ph.comm_s += comm;
+    ph.wait_s += s.wait;
+    record(r, block, kind, t0);
+  }
+
+  void record(int r, int block, const char* kind, double t0) {
+    if (!timeline_on_) return;
+    if (timeline_.size() >= TIMELINE_MAX_ROWS) {
+      timeline_truncated_ = true;
+      return;
+    }
+    timeline_.push_back(TimelineRow{r, block, kind, t0, sg4::Engine::get_clock()});
+  }
+
+  int checked_rank(int r, int block, const Expr& e) {
+    double v = e.eval(ranks_[r].frame);
+    if (!(v >= 0 && v < P_) || v != std::floor(v))
+      throw ReplayError(where(r, block) + "\"" + e.text() + "\" = " + fmt(v) + " is not a rank in [0, " + std::to_string(P_) + ")");
+    return static_cast<int>(v);
+  }
+
+  static double uniform(RankState& rs) {  // SplitMix64: portable and seeded, same stream everywhere
+    std::uint64_t z = (rs.rng += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return static_cast<double>(z >> 11) * 0x1.0p-53;
+  }
+
+  std::string where(int r, int block) const {
+    std::string s = sk_.file.empty() ? "" : sk_.file + ": ";
+    if (block >= 0) s += sk_.blocks[block].id + ": ";
+    return s + "rank " + std::to_string(r) + ": ";
+  }
+  static std::string fmt(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+    return buf;
+  }
+
+  const Skeleton& sk_;
+  MachineParams m_;
+  int P_;
+  bool timeline_on_;
+  std::vector<RankState> ranks_;
+  std::vector<std::uint64_t> block_exec_;
+  std::vector<double> block_time_;
+  std::vector<double> block_bytes_;
+  std::vector<std::string> phase_names_;
+  std::vector<results::PhaseTotals> phase_;
+  std::vector<int> block_phase_;
+  std::vector<TimelineRow> timeline_;
+  bool timeline_truncated_ = false;
+  int active_ = 0;
+  bool aborting_ = false;
+  bool deadlocked_ = false;
+  std::string error_;
+};
+
+std::vector<std::string> default_simgrid_config() {
+  // CM02 takes latency and bandwidth as written (LV08 would multiply them by 13.01 and 0.97); no TCP
+  // window bound, no cross traffic: the platform file's figures are the machine's.
+  return {"network/model:CM02",        "network/crosstraffic:0", "network/latency-factor:1",
+          "network/bandwidth-factor:1", "network/weight-S:0",     "network/TCP-gamma:0",
+          "contexts/stack-size:128",    "host/model:default"};
+}
+
+namespace {
+
+std::string config_value(const std::string& key) {
+  namespace cfg = simgrid::config;
+  static const char* strings[] = {"network/model", "network/optim", "cpu/model", "cpu/optim", "contexts/factory", "host/model"};
+  static const char* doubles[] = {"network/TCP-gamma", "network/latency-factor", "network/bandwidth-factor",
+                                  "network/weight-S", "network/loopback-lat", "network/loopback-bw", "maxmin/precision",
+                                  "surf/precision"};
+  static const char* bools[] = {"network/crosstraffic", "network/maxmin-selective-update"};
+  static const char* ints[] = {"contexts/stack-size", "contexts/guard-size"};
+  for (const char* k : strings)
+    if (key == k) return cfg::get_value<std::string>(key);
+  char buf[32];
+  for (const char* k : doubles)
+    if (key == k) {
+      std::snprintf(buf, sizeof buf, "%.10g", cfg::get_value<double>(key));
+      return buf;
+    }
+  for (const char* k : bools)
+    if (key == k) return cfg::get_value<bool>(key) ? "yes" : "no";
+  for (const char* k : ints)
+    if (key == k) return std::to_string(cfg::get_value<int>(key));
+  return "";
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
+}  // namespace
+
+results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
+  // Validate everything that can be validated before the engine exists.
+  std::vector<double> frame = bind_parameters(sk, opt.P, opt.params);
+  check_for_run(sk, frame, opt.P);
+
+  std::vector<std::string> args = {"mksim", "--log=root.thresh:warning", "--log=xbt_cfg.thresh:warning"};
+  std::vector<std::string> config = default_simgrid_config();
+  if (opt.P > 16384) config.push_back("contexts/guard-size:0");  // vm.max_map_count (DESIGN.md)
+  for (const auto& c : opt.simgrid_config) config.push_back(c);
+  for (const auto& c : config) args.push_back("--cfg=" + c);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int argc = static_cast<int>(args.size());
+  // SimGrid keeps one engine per process and its clock across runs: a second replay would be wrong.
+  static bool used = false;
+  if (used || sg4::Engine::has_instance()) throw ReplayError("one simulation per process: replay() was already called");
+  used = true;
+  sg4::Engine engine(&argc, argv.data());
+
+  load_platform(engine, opt.platform_path);
+  MachineParams machine = read_machine_params(engine);
+  std::vector<sg4::Host*> hosts = compute_hosts(engine);
+  if (static_cast<std::size_t>(opt.P) > hosts.size())
+    throw ReplayError(opt.platform_path + ": P=" + std::to_string(opt.P) + " ranks but the platform has only " +
+                      std::to_string(hosts.size()) + " compute hosts (generate a larger one with `mksim platform`)");
+
+  ReplayContext ctx(sk, machine, hosts, opt.P, frame, opt.seed, !opt.timeline_csv.empty());
+  for (int r = 0; r < opt.P; ++r)
+    sg4::Actor::create("rank-" + std::to_string(r), hosts[r], [&ctx, r] { ctx.run_rank(r); });
+  engine.run();
+
+  if (ctx.deadlocked()) throw DeadlockError(sk.file + ": " + ctx.error());
+  if (!ctx.error().empty()) throw ReplayError(ctx.error());
+
+  results::RunResult res = ctx.collect();
+  auto& a = res.attributes;
+  a.emplace_back("platform", opt.platform_path);
+  a.emplace_back("machine", machine.name);
+  a.emplace_back("machine.send_overhead_s", num(machine.send_overhead_s));
+  a.emplace_back("machine.recv_overhead_s", num(machine.recv_overhead_s));
+  a.emplace_back("machine.per_message_overhead_s", num(machine.per_message_overhead_s));
+  a.emplace_back("machine.eager_threshold_bytes", num(machine.eager_threshold_bytes));
+  a.emplace_back("machine.skew_alpha_s", num(machine.skew_alpha_s));
+  a.emplace_back("P", std::to_string(opt.P));
+  a.emplace_back("seed", std::to_string(opt.seed));
+  for (const auto& p : sk.params) a.emplace_back("param." + p.name, num(frame[sk.symbols.find(p.name)]));
+  a.emplace_back("skeleton", sk.file);
+  a.emplace_back("skeleton.name", sk.name);
+  a.emplace_back("skeleton.hash", hash_hex(sk.hash));
+  a.emplace_back("tool", "mksim");
+  a.emplace_back("tool.version", MKSIM_VERSION);
+  int maj = 0, min = 0, patch = 0;
+  sg_version_get(&maj, &min, &patch);
+  a.emplace_back("simgrid.version", std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(patch));
+  for (const char* k : {"network/model", "network/optim", "network/crosstraffic", "network/TCP-gamma", "network/latency-factor",
+                        "network/bandwidth-factor", "network/weight-S", "network/maxmin-selective-update", "maxmin/precision",
+                        "surf/precision", "cpu/model", "host/model", "contexts/factory", "contexts/stack-size", "contexts/guard-size"})
+    a.emplace_back(std::string("simgrid.") + k, config_value(k));
+  std::sort(a.begin(), a.end());
+
+  if (!opt.timeline_csv.empty()) ctx.write_timeline(opt.timeline_csv);
+  return res;
+}
+
+}  // namespace mksim::sim
+

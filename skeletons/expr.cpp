@@ -1,0 +1,327 @@
+// Recursive-descent parser for skeleton expressions and the stack machine that evaluates them.
+#include "skeletons/expr.hpp"
+
+#include "skeletons/error.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <memory>
+#include <optional>
+
+namespace mksim::skeletons {
+
+int SymbolTable::add(const std::string& name) {
+  int s = find(name);
+  if (s >= 0) return s;
+  names_.push_back(name);
+  return static_cast<int>(names_.size()) - 1;
+}
+
+int SymbolTable::find(std::string_view name) const {
+  for (std::size_t i = 0; i < names_.size(); ++i)
+    if (names_[i] == name) return static_cast<int>(i);
+  return -1;
+}
+
+namespace {
+
+using Code = ExprInstr::Code;
+
+struct Node {
+  Code code;
+  double value = 0;
+  int slot = 0;
+  std::vector<std::unique_ptr<Node>> kids;
+};
+using NodePtr = std::unique_ptr<Node>;
+
+double apply(Code c, const double* a) {
+  switch (c) {
+    case Code::NEG: return -a[0];
+    case Code::NOT: return a[0] == 0 ? 1.0 : 0.0;
+    case Code::ADD: return a[0] + a[1];
+    case Code::SUB: return a[0] - a[1];
+    case Code::MUL: return a[0] * a[1];
+    case Code::DIV: return a[0] / a[1];
+    case Code::POW: return std::pow(a[0], a[1]);
+    case Code::LT: return a[0] < a[1];
+    case Code::LE: return a[0] <= a[1];
+    case Code::GT: return a[0] > a[1];
+    case Code::GE: return a[0] >= a[1];
+    case Code::EQ: return a[0] == a[1];
+    case Code::NE: return a[0] != a[1];
+    case Code::AND: return (a[0] != 0 && a[1] != 0) ? 1.0 : 0.0;
+    case Code::OR: return (a[0] != 0 || a[1] != 0) ? 1.0 : 0.0;
+    case Code::FLOOR: return std::floor(a[0]);
+    case Code::CEIL: return std::ceil(a[0]);
+    case Code::MIN: return std::min(a[0], a[1]);
+    case Code::MAX: return std::max(a[0], a[1]);
+    case Code::MOD: {  // mathematical modulo: result has the sign of the divisor (rank-1 mod P wraps)
+      double r = std::fmod(a[0], a[1]);
+      if (r != 0 && ((r < 0) != (a[1] < 0))) r += a[1];
+      return r;
+    }
+    case Code::LOG2: return std::log2(a[0]);
+    case Code::SQRT: return std::sqrt(a[0]);
+    case Code::ABS: return std::fabs(a[0]);
+    case Code::XOR:
+      return static_cast<double>(static_cast<std::int64_t>(a[0]) ^ static_cast<std::int64_t>(a[1]));
+    case Code::IF: return a[0] != 0 ? a[1] : a[2];
+    case Code::CONST:
+    case Code::VAR: break;
+  }
+  return 0;
+}
+
+struct Function {
+  const char* name;
+  Code code;
+  int arity;
+};
+constexpr Function FUNCTIONS[] = {{"floor", Code::FLOOR, 1}, {"ceil", Code::CEIL, 1}, {"min", Code::MIN, 2},
+                                  {"max", Code::MAX, 2},     {"mod", Code::MOD, 2},   {"log2", Code::LOG2, 1},
+                                  {"sqrt", Code::SQRT, 1},   {"abs", Code::ABS, 1},   {"xor", Code::XOR, 2},
+                                  {"if", Code::IF, 3}};
+
+class Parser {
+ public:
+  Parser(std::string_view text, const SymbolTable& symbols) : s_(text), symbols_(symbols) {}
+
+  NodePtr parse() {
+    NodePtr n = parse_or();
+    skip_ws();
+    if (pos_ != s_.size()) fail("unexpected '" + std::string(1, s_[pos_]) + "'");
+    return n;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw SkeletonError("", "", "in expression \"" + std::string(s_) + "\" at col " + std::to_string(pos_ + 1) +
+                                    ": " + what);
+  }
+  void skip_ws() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  bool eat(std::string_view tok) {
+    skip_ws();
+    if (s_.substr(pos_, tok.size()) == tok) {
+      pos_ += tok.size();
+      return true;
+    }
+    return false;
+  }
+  static NodePtr make(Code c, NodePtr a, NodePtr b = nullptr) {
+    auto n = std::make_unique<Node>();
+    n->code = c;
+    n->kids.push_back(std::move(a));
+    if (b) n->kids.push_back(std::move(b));
+    return n;
+  }
+  NodePtr parse_or() {
+    NodePtr l = parse_and();
+    while (eat("||")) l = make(Code::OR, std::move(l), parse_and());
+    return l;
+  }
+  NodePtr parse_and() {
+    NodePtr l = parse_cmp();
+    while (eat("&&")) l = make(Code::AND, std::move(l), parse_cmp());
+    return l;
+  }
+  NodePtr parse_cmp() {
+    NodePtr l = parse_add();
+    for (;;) {
+      if (eat("==")) l = make(Code::EQ, std::move(l), parse_add());
+      else if (eat("!=")) l = make(Code::NE, std::move(l), parse_add());
+      else if (eat("<=")) l = make(Code::LE, std::move(l), parse_add());
+      else if (eat(">=")) l = make(Code::GE, std::move(l), parse_add());
+      else if (eat("<")) l = make(Code::LT, std::move(l), parse_add());
+      else if (eat(">")) l = make(Code::GT, std::move(l), parse_add());
+      else return l;
+    }
+  }
+  NodePtr parse_add() {
+    NodePtr l = parse_mul();
+    for (;;) {
+      if (eat("+")) l = make(Code::ADD, std::move(l), parse_mul());
+      else if (eat("-")) l = make(Code::SUB, std::move(l), parse_mul());
+      else return l;
+    }
+  }
+  NodePtr parse_mul() {
+    NodePtr l = parse_unary();
+    for (;;) {
+      if (eat("*")) l = make(Code::MUL, std::move(l), parse_unary());
+      else if (eat("/")) l = make(Code::DIV, std::move(l), parse_unary());
+      else if (eat("%")) l = make(Code::MOD, std::move(l), parse_unary());
+      else return l;
+    }
+  }
+  NodePtr parse_unary() {
+    if (eat("-")) return make(Code::NEG, parse_unary());
+    if (eat("+")) return parse_unary();
+    skip_ws();
+    if (s_.substr(pos_, 2) != "!=" && eat("!")) return make(Code::NOT, parse_unary());
+    return parse_pow();
+  }
+  NodePtr parse_pow() {
+    NodePtr base = parse_primary();
+    if (eat("^")) return make(Code::POW, std::move(base), parse_unary());  // right associative, -x binds looser
+    return base;
+  }
+  NodePtr parse_primary() {
+    skip_ws();
+    if (pos_ >= s_.size()) fail("expression ends too early");
+    char c = s_[pos_];
+    if (c == '(') {
+      ++pos_;
+      NodePtr n = parse_or();
+      if (!eat(")")) fail("expected ')'");
+      return n;
+    }
+    if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') return parse_number();
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') return parse_name();
+    fail("unexpected '" + std::string(1, c) + "'");
+  }
+  NodePtr parse_number() {
+    std::size_t start = pos_;
+    while (pos_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '.')) ++pos_;
+    if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
+      std::size_t save = pos_++;
+      if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
+      if (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
+        while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+      } else {
+        pos_ = save;
+      }
+    }
+    std::string tok(s_.substr(start, pos_ - start));
+    char* end = nullptr;
+    double v = std::strtod(tok.c_str(), &end);
+    if (end != tok.c_str() + tok.size()) {
+      pos_ = start;
+      fail("bad number '" + tok + "'");
+    }
+    auto n = std::make_unique<Node>();
+    n->code = Code::CONST;
+    n->value = v;
+    return n;
+  }
+  NodePtr parse_name() {
+    std::size_t start = pos_;
+    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) ++pos_;
+    std::string name(s_.substr(start, pos_ - start));
+    skip_ws();
+    if (pos_ < s_.size() && s_[pos_] == '(') {
+      const Function* f = nullptr;
+      for (const auto& fn : FUNCTIONS)
+        if (name == fn.name) f = &fn;
+      if (!f) {
+        pos_ = start;
+        fail("unknown function '" + name + "'");
+      }
+      ++pos_;
+      auto n = std::make_unique<Node>();
+      n->code = f->code;
+      for (int i = 0; i < f->arity; ++i) {
+        if (i > 0 && !eat(",")) fail(std::string(f->name) + " takes " + std::to_string(f->arity) + " arguments");
+        n->kids.push_back(parse_or());
+      }
+      if (!eat(")")) fail(std::string(f->name) + " takes " + std::to_string(f->arity) + " arguments");
+      return n;
+    }
+    int slot = symbols_.find(name);
+    if (slot < 0) {
+      pos_ = start;
+      std::string known;
+      for (const auto& k : symbols_.names()) known += (known.empty() ? "" : ", ") + k;
+      fail("unknown name '" + name + "' (known: " + known + ")");
+    }
+    auto n = std::make_unique<Node>();
+    n->code = Code::VAR;
+    n->slot = slot;
+    return n;
+  }
+
+  std::string_view s_;
+  const SymbolTable& symbols_;
+  std::size_t pos_ = 0;
+};
+
+void fold(Node& n) {
+  bool all_const = !n.kids.empty();
+  for (auto& k : n.kids) {
+    fold(*k);
+    all_const = all_const && k->code == Code::CONST;
+  }
+  if (!all_const) return;
+  double args[3] = {0, 0, 0};
+  for (std::size_t i = 0; i < n.kids.size(); ++i) args[i] = n.kids[i]->value;
+  n.value = apply(n.code, args);
+  n.code = Code::CONST;
+  n.kids.clear();
+}
+
+int emit(const Node& n, std::vector<ExprInstr>& out) {
+  int depth = 0;
+  int i = 0;
+  for (const auto& k : n.kids) depth = std::max(depth, i++ + emit(*k, out));
+  out.push_back(ExprInstr{n.code, n.slot, n.value});
+  return std::max(depth, 1);
+}
+
+}  // namespace
+
+Expr parse_expr(std::string_view text, const SymbolTable& symbols) {
+  Parser p(text, symbols);
+  NodePtr root = p.parse();
+  fold(*root);
+  Expr e;
+  e.text_ = std::string(text);
+  e.max_depth_ = emit(*root, e.code_);
+  return e;
+}
+
+double Expr::eval(std::span<const double> frame) const {
+  if (code_.size() == 1) {  // the common cases: a constant or one variable
+    const auto& in = code_[0];
+    return in.code == Code::CONST ? in.value : frame[in.slot];
+  }
+  double stack[64] = {};
+  std::vector<double> big;
+  if (max_depth_ > 64) big.resize(max_depth_);
+  double* st = max_depth_ > 64 ? big.data() : stack;
+  int sp = 0;
+  for (const auto& in : code_) {
+    switch (in.code) {
+      case Code::CONST: st[sp++] = in.value; break;
+      case Code::VAR: st[sp++] = frame[in.slot]; break;
+      case Code::NEG: case Code::NOT: case Code::FLOOR: case Code::CEIL: case Code::LOG2: case Code::SQRT:
+      case Code::ABS:
+        st[sp - 1] = apply(in.code, &st[sp - 1]);
+        break;
+      case Code::IF:
+        sp -= 2;
+        st[sp - 1] = apply(in.code, &st[sp - 1]);
+        break;
+      default:
+        --sp;
+        st[sp - 1] = apply(in.code, &st[sp - 1]);
+    }
+  }
+  return st[0];
+}
+
+bool Expr::uses(int slot) const {
+  return std::any_of(code_.begin(), code_.end(),
+                     [slot](const ExprInstr& i) { return i.code == Code::VAR && i.slot == slot; });
+}
+
+int Expr::max_slot() const {
+  int m = -1;
+  for (const auto& i : code_)
+    if (i.code == Code::VAR) m = std::max(m, i.slot);
+  return m;
+}
+
+}  // namespace mksim::skeletons

@@ -1,0 +1,127 @@
+// The skeleton: a scale-independent description of an MPI program, as typed values (format v1).
+#pragma once
+
+#include "skeletons/expr.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace mksim::skeletons {
+
+struct Block;
+using Body = std::vector<Block>;
+
+/** @brief `loop`: runs its body `count` times; `var` (optional) holds the iteration index 0..count-1. */
+struct Loop {
+  Expr count;
+  int var_slot = -1;
+  Body body;
+};
+
+/** @brief `if`: a condition on rank/parameters, or a probability drawn per rank with a seeded generator. */
+struct Branch {
+  std::optional<Expr> condition;  ///< set when the branch is a condition
+  Expr probability;               ///< used when condition is empty: taken with this probability
+  Body then_body;
+  Body else_body;
+};
+
+/** @brief `compute`: local work, given in seconds or in flops (divided by the host's speed). */
+struct Compute {
+  Expr amount;
+  bool in_flops = false;
+};
+
+/** @brief Point-to-point kinds, MPI semantics (blocking or not). */
+enum class P2PKind : std::uint8_t { SEND, RECV, ISEND, IRECV };
+
+/** @brief `send`/`recv`/`isend`/`irecv`; peer in world ranks. */
+struct P2P {
+  P2PKind kind;
+  Expr peer;            ///< destination (send) or source (recv)
+  bool any_source = false;  ///< recv from any source ("peer": "any")
+  Expr size_bytes;
+  Expr tag;
+  bool any_tag = false;     ///< recv with any tag ("tag": "any")
+  int request = -1;         ///< request slot for isend/irecv ("req"), -1 when unnamed
+};
+
+/** @brief `wait` on a named request. */
+struct Wait {
+  int request = -1;
+};
+
+/** @brief `waitall`: waits for every outstanding request of the rank. */
+struct WaitAll {};
+
+/** @brief Collective kinds, built from point-to-point with standard algorithms in replay. */
+enum class CollectiveKind : std::uint8_t { BARRIER, BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTOALL };
+
+/** @brief A collective over all ranks; size is bytes per rank (per destination for alltoall). */
+struct Collective {
+  CollectiveKind kind;
+  Expr root;
+  Expr size_bytes;
+};
+
+/** @brief One node of a program tree. */
+struct Block {
+  int index = 0;          ///< position in Skeleton::blocks (stable, skeleton order)
+  std::variant<Loop, Branch, Compute, P2P, Wait, WaitAll, Collective> op;
+};
+
+/** @brief Static facts about a block, for reports: its id, its kind, its phase, its place in the file. */
+struct BlockInfo {
+  std::string id;     ///< explicit "id" or the JSON pointer of the block
+  std::string op;     ///< "loop", "send", ...
+  std::string phase;  ///< explicit or inherited "phase", "" when none
+};
+
+/** @brief A declared parameter (N, K, steps, ...) with an optional default and its documentation. */
+struct Param {
+  std::string name;
+  std::optional<double> default_value;
+  std::string doc;
+};
+
+/** @brief A named derived value (`let`), evaluated per rank in order before the program runs. */
+struct Define {
+  std::string name;
+  int slot;
+  Expr value;
+};
+
+/** @brief The program of the ranks for which `ranks` holds (the first matching group wins). */
+struct RankGroup {
+  Expr ranks;
+  Body body;
+};
+
+/** @brief A whole skeleton. Frame layout for evaluation: slot 0 = P, slot 1 = rank, then parameters,
+ *  defines and loop variables as `symbols` lists them. */
+struct Skeleton {
+  static constexpr int SLOT_P = 0;
+  static constexpr int SLOT_RANK = 1;
+
+  std::string file;  ///< where it was read from ("" if from a string)
+  std::string name;
+  std::string description;
+  std::vector<Param> params;    ///< in file order
+  std::vector<Define> defines;  ///< in file order
+  std::vector<RankGroup> groups;
+  std::vector<BlockInfo> blocks;  ///< indexed by Block::index
+  SymbolTable symbols;
+  int request_slots = 0;                  ///< number of distinct request names
+  std::vector<std::string> request_names; ///< indexed by request slot
+  std::uint64_t hash = 0;                 ///< FNV-1a of the file's bytes, for provenance
+};
+
+/** @brief Names of the op kinds as the file spells them. */
+const char* collective_name(CollectiveKind k);
+const char* p2p_name(P2PKind k);
+
+}  // namespace mksim::skeletons

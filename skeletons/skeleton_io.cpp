@@ -1,0 +1,467 @@
+// JSON (format v1) to typed skeleton, strict: unknown fields, wrong types and bad expressions are errors.
+#include "skeletons/skeleton_io.hpp"
+
+#include "skeletons/error.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+namespace mksim::skeletons {
+
+using Json = nlohmann::ordered_json;
+
+const char* collective_name(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::BARRIER: return "barrier";
+    case CollectiveKind::BCAST: return "bcast";
+    case CollectiveKind::REDUCE: return "reduce";
+    case CollectiveKind::ALLREDUCE: return "allreduce";
+    case CollectiveKind::GATHER: return "gather";
+    case CollectiveKind::SCATTER: return "scatter";
+    case CollectiveKind::ALLGATHER: return "allgather";
+    case CollectiveKind::ALLTOALL: return "alltoall";
+  }
+  return "?";
+}
+
+const char* p2p_name(P2PKind k) {
+  switch (k) {
+    case P2PKind::SEND: return "send";
+    case P2PKind::RECV: return "recv";
+    case P2PKind::ISEND: return "isend";
+    case P2PKind::IRECV: return "irecv";
+  }
+  return "?";
+}
+
+std::uint64_t fnv1a64(const std::string& bytes) {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string hash_hex(std::uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+namespace {
+
+constexpr const char* RESERVED[] = {"P", "rank", "floor", "ceil", "min", "max", "mod", "log2",
+                                    "sqrt", "abs", "xor", "if", "any"};
+
+class Reader {
+ public:
+  Reader(std::string file, Skeleton& sk) : file_(std::move(file)), sk_(sk) {}
+
+  void read(const Json& root) {
+    expect_object(root, "");
+    allowed(root, "", {"format", "version", "name", "description", "params", "let", "programs", "body",
+                       "provenance", "doc"});
+    if (!root.contains("format") || root["format"] != "mksim-skeleton")
+      fail("/format", "must be \"mksim-skeleton\"");
+    if (!root.contains("version") || !root["version"].is_number_integer() || root["version"] != 1)
+      fail("/version", "this mksim reads skeleton format version 1");
+    sk_.name = opt_string(root, "name", "");
+    sk_.description = opt_string(root, "description", "");
+
+    sk_.symbols.add("P");
+    sk_.symbols.add("rank");
+    if (root.contains("params")) read_params(root["params"]);
+    if (root.contains("let")) read_defines(root["let"]);
+
+    bool has_programs = root.contains("programs"), has_body = root.contains("body");
+    if (has_programs == has_body) fail("", "give exactly one of \"programs\" (rank groups) or \"body\" (all ranks)");
+    if (has_body) {
+      RankGroup g;
+      g.ranks = parse_expr("1", sk_.symbols);
+      g.body = read_body(root["body"], "/body", "");
+      sk_.groups.push_back(std::move(g));
+    } else {
+      const Json& progs = root["programs"];
+      if (!progs.is_array() || progs.empty()) fail("/programs", "must be a non-empty array of rank groups");
+      for (std::size_t i = 0; i < progs.size(); ++i) {
+        std::string at = "/programs/" + std::to_string(i);
+        expect_object(progs[i], at);
+        allowed(progs[i], at, {"ranks", "body", "doc", "phase"});
+        RankGroup g;
+        if (!progs[i].contains("ranks")) fail(at, "missing \"ranks\" (a condition on rank and P)");
+        g.ranks = expr(progs[i]["ranks"], at + "/ranks");
+        if (!progs[i].contains("body")) fail(at, "missing \"body\"");
+        g.body = read_body(progs[i]["body"], at + "/body", opt_string(progs[i], "phase", ""));
+        sk_.groups.push_back(std::move(g));
+      }
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& at, const std::string& msg) const {
+    throw SkeletonError(file_, at.empty() ? "/" : at, msg);
+  }
+  void expect_object(const Json& j, const std::string& at) const {
+    if (!j.is_object()) fail(at, "expected an object, got " + j.dump());
+  }
+  void allowed(const Json& j, const std::string& at, std::initializer_list<const char*> keys) const {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      bool ok = false;
+      for (const char* k : keys) ok = ok || it.key() == k;
+      if (!ok) {
+        std::string list;
+        for (const char* k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
+        fail(at + "/" + it.key(), "unknown field \"" + it.key() + "\" (allowed here: " + list + ")");
+      }
+    }
+  }
+  std::string opt_string(const Json& j, const char* key, const std::string& def) const {
+    if (!j.contains(key)) return def;
+    if (!j[key].is_string()) fail(std::string("/") + key, "must be a string");
+    return j[key].get<std::string>();
+  }
+  void check_name(const std::string& name, const std::string& at) const {
+    bool ok = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+    for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    if (!ok) fail(at, "\"" + name + "\" is not a valid name (letters, digits, _)");
+    for (const char* r : RESERVED)
+      if (name == r) fail(at, "\"" + name + "\" is reserved");
+    if (sk_.symbols.find(name) >= 0) fail(at, "\"" + name + "\" is already defined");
+  }
+  Expr expr(const Json& j, const std::string& at) const {
+    std::string text;
+    if (j.is_number()) {
+      std::ostringstream os;
+      os.precision(17);
+      os << j.get<double>();
+      text = os.str();
+    } else if (j.is_string()) {
+      text = j.get<std::string>();
+    } else if (j.is_boolean()) {
+      text = j.get<bool>() ? "1" : "0";
+    } else {
+      fail(at, "expected an expression (string or number), got " + j.dump());
+    }
+    try {
+      return parse_expr(text, sk_.symbols);
+    } catch (const SkeletonError& e) {
+      fail(at, e.what());
+    }
+  }
+  void read_params(const Json& params) {
+    expect_object(params, "/params");
+    for (auto it = params.begin(); it != params.end(); ++it) {
+      std::string at = "/params/" + it.key();
+      check_name(it.key(), at);
+      Param p;
+      p.name = it.key();
+      const Json& v = it.value();
+      if (v.is_number()) {
+        p.default_value = v.get<double>();
+      } else if (v.is_object()) {
+        allowed(v, at, {"default", "doc", "unit"});
+        if (v.contains("default")) {
+          if (!v["default"].is_number()) fail(at + "/default", "must be a number");
+          p.default_value = v["default"].get<double>();
+        }
+        if (v.contains("doc")) p.doc = v["doc"].get<std::string>();
+      } else if (!v.is_null()) {
+        fail(at, "a parameter is a number (its default), null (required) or {\"default\":..,\"doc\":..}");
+      }
+      sk_.symbols.add(p.name);
+      sk_.params.push_back(std::move(p));
+    }
+  }
+  void read_defines(const Json& defs) {
+    expect_object(defs, "/let");
+    for (auto it = defs.begin(); it != defs.end(); ++it) {
+      std::string at = "/let/" + it.key();
+      check_name(it.key(), at);
+      Expr e = expr(it.value(), at);  // may use only names defined above it
+      Define d{it.key(), sk_.symbols.add(it.key()), std::move(e)};
+      sk_.defines.push_back(std::move(d));
+    }
+  }
+  int request_slot(const Json& j, const std::string& at) {
+    if (!j.is_string() || j.get<std::string>().empty()) fail(at, "a request name is a non-empty string");
+    std::string n = j.get<std::string>();
+    for (std::size_t i = 0; i < sk_.request_names.size(); ++i)
+      if (sk_.request_names[i] == n) return static_cast<int>(i);
+    sk_.request_names.push_back(n);
+    return sk_.request_slots++;
+  }
+  Body read_body(const Json& j, const std::string& at, const std::string& phase) {
+    if (!j.is_array()) fail(at, "a body is an array of blocks");
+    Body body;
+    for (std::size_t i = 0; i < j.size(); ++i) body.push_back(read_block(j[i], at + "/" + std::to_string(i), phase));
+    return body;
+  }
+  Block read_block(const Json& j, const std::string& at, const std::string& inherited_phase) {
+    expect_object(j, at);
+    if (!j.contains("op") || !j["op"].is_string()) fail(at, "a block needs \"op\" (a string)");
+    const std::string op = j["op"].get<std::string>();
+    Block b;
+    b.index = static_cast<int>(sk_.blocks.size());
+    BlockInfo info;
+    info.id = j.contains("id") ? j["id"].get<std::string>() : at;
+    info.op = op;
+    info.phase = j.contains("phase") ? j["phase"].get<std::string>() : inherited_phase;
+    sk_.blocks.push_back(info);  // reserve the index before children
+    const std::string& phase = info.phase;
+    auto common = [](std::initializer_list<const char*> extra) {
+      std::vector<const char*> v = {"op", "id", "phase", "doc", "provenance", "fit"};
+      v.insert(v.end(), extra.begin(), extra.end());
+      return v;
+    };
+    auto check_keys = [&](const std::vector<const char*>& keys) {
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        bool ok = false;
+        for (const char* k : keys) ok = ok || it.key() == k;
+        if (!ok) {
+          std::string list;
+          for (const char* k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
+          fail(at + "/" + it.key(), "unknown field \"" + it.key() + "\" for op \"" + op + "\" (allowed: " + list + ")");
+        }
+      }
+    };
+    auto need = [&](const char* key) -> const Json& {
+      if (!j.contains(key)) fail(at, "op \"" + op + "\" needs \"" + key + "\"");
+      return j[key];
+    };
+
+    if (op == "loop") {
+      check_keys(common({"count", "var", "body"}));
+      Loop l;
+      l.count = expr(need("count"), at + "/count");
+      if (j.contains("var")) {
+        if (!j["var"].is_string()) fail(at + "/var", "must be a name");
+        std::string v = j["var"].get<std::string>();
+        // A loop variable is visible in its body; sibling loops may reuse a name, nested ones may not.
+        if (active_loop_vars_.count(v)) fail(at + "/var", "\"" + v + "\" is already the variable of an enclosing loop");
+        if (!loop_vars_.count(v)) check_name(v, at + "/var");
+        loop_vars_.insert(v);
+        l.var_slot = sk_.symbols.add(v);
+        active_loop_vars_.insert(v);
+        l.body = read_body(need("body"), at + "/body", phase);
+        active_loop_vars_.erase(v);
+      } else {
+        l.body = read_body(need("body"), at + "/body", phase);
+      }
+      b.op = std::move(l);
+    } else if (op == "if") {
+      check_keys(common({"cond", "prob", "then", "else"}));
+      Branch br;
+      if (j.contains("cond") == j.contains("prob")) fail(at, "op \"if\" needs exactly one of \"cond\" or \"prob\"");
+      if (j.contains("cond")) br.condition = expr(j["cond"], at + "/cond");
+      else br.probability = expr(j["prob"], at + "/prob");
+      br.then_body = read_body(need("then"), at + "/then", phase);
+      if (j.contains("else")) br.else_body = read_body(j["else"], at + "/else", phase);
+      b.op = std::move(br);
+    } else if (op == "compute") {
+      check_keys(common({"seconds", "flops"}));
+      if (j.contains("seconds") == j.contains("flops")) fail(at, "op \"compute\" needs exactly one of \"seconds\" or \"flops\"");
+      Compute c;
+      c.in_flops = j.contains("flops");
+      c.amount = expr(c.in_flops ? j["flops"] : j["seconds"], at + (c.in_flops ? "/flops" : "/seconds"));
+      b.op = std::move(c);
+    } else if (op == "send" || op == "recv" || op == "isend" || op == "irecv") {
+      bool nonblocking = op[0] == 'i';
+      bool is_recv = op == "recv" || op == "irecv";
+      check_keys(nonblocking ? common({"peer", "size", "tag", "req"}) : common({"peer", "size", "tag"}));
+      P2P p;
+      p.kind = op == "send" ? P2PKind::SEND : op == "recv" ? P2PKind::RECV : op == "isend" ? P2PKind::ISEND : P2PKind::IRECV;
+      const Json& peer = need("peer");
+      if (is_recv && peer.is_string() && peer.get<std::string>() == "any") p.any_source = true;
+      else p.peer = expr(peer, at + "/peer");
+      p.size_bytes = expr(need("size"), at + "/size");
+      if (j.contains("tag") && is_recv && j["tag"].is_string() && j["tag"].get<std::string>() == "any") p.any_tag = true;
+      else p.tag = expr(j.contains("tag") ? j["tag"] : Json(0), at + "/tag");
+      if (nonblocking && j.contains("req")) p.request = request_slot(j["req"], at + "/req");
+      b.op = std::move(p);
+    } else if (op == "wait") {
+      check_keys(common({"req"}));
+      Wait w;
+      const Json& r = need("req");
+      if (!r.is_string()) fail(at + "/req", "a request name is a string");
+      bool known = false;
+      for (const auto& n : sk_.request_names) known = known || n == r.get<std::string>();
+      if (!known) fail(at + "/req", "request \"" + r.get<std::string>() + "\" is not issued by any isend/irecv before");
+      w.request = request_slot(r, at + "/req");
+      b.op = w;
+    } else if (op == "waitall") {
+      check_keys(common({}));
+      b.op = WaitAll{};
+    } else {
+      static const std::pair<const char*, CollectiveKind> colls[] = {
+          {"barrier", CollectiveKind::BARRIER},     {"bcast", CollectiveKind::BCAST},
+          {"reduce", CollectiveKind::REDUCE},       {"allreduce", CollectiveKind::ALLREDUCE},
+          {"gather", CollectiveKind::GATHER},       {"scatter", CollectiveKind::SCATTER},
+          {"allgather", CollectiveKind::ALLGATHER}, {"alltoall", CollectiveKind::ALLTOALL}};
+      const CollectiveKind* kind = nullptr;
+      for (const auto& [name, k] : colls)
+        if (op == name) kind = &k;
+      if (!kind)
+        fail(at + "/op", "unknown op \"" + op +
+                             "\" (known: loop, if, compute, send, recv, isend, irecv, wait, waitall, barrier, bcast, "
+                             "reduce, allreduce, gather, scatter, allgather, alltoall)");
+      Collective c;
+      c.kind = *kind;
+      bool rooted = c.kind == CollectiveKind::BCAST || c.kind == CollectiveKind::REDUCE ||
+                    c.kind == CollectiveKind::GATHER || c.kind == CollectiveKind::SCATTER;
+      if (c.kind == CollectiveKind::BARRIER) check_keys(common({}));
+      else if (rooted) check_keys(common({"root", "size"}));
+      else check_keys(common({"size"}));
+      c.root = expr(rooted && j.contains("root") ? j["root"] : Json(0), at + "/root");
+      c.size_bytes = c.kind == CollectiveKind::BARRIER ? parse_expr("0", sk_.symbols) : expr(need("size"), at + "/size");
+      b.op = std::move(c);
+    }
+    return b;
+  }
+
+  std::string file_;
+  Skeleton& sk_;
+  std::set<std::string> loop_vars_;
+  std::set<std::string> active_loop_vars_;
+};
+
+}  // namespace
+
+Skeleton parse_skeleton(const std::string& text, const std::string& file) {
+  Json root;
+  try {
+    root = Json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.byte is the offset where parsing stopped; a truncated file stops at its end.
+    throw SkeletonError(file, "byte " + std::to_string(e.byte), std::string("not valid JSON: ") + e.what());
+  }
+  Skeleton sk;
+  sk.file = file;
+  sk.hash = fnv1a64(text);
+  Reader(file, sk).read(root);
+  return sk;
+}
+
+Skeleton load_skeleton(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw SkeletonError(path, "", "cannot open skeleton file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_skeleton(ss.str(), path);
+}
+
+std::vector<double> bind_parameters(const Skeleton& sk, int P, const std::map<std::string, double>& values) {
+  if (P < 1) throw SkeletonError(sk.file, "", "P must be at least 1, got " + std::to_string(P));
+  std::vector<double> frame(sk.symbols.size(), 0.0);
+  frame[Skeleton::SLOT_P] = P;
+  for (const auto& [name, v] : values) {
+    bool known = false;
+    for (const auto& p : sk.params) known = known || p.name == name;
+    if (!known) {
+      std::string list;
+      for (const auto& p : sk.params) list += (list.empty() ? "" : ", ") + p.name;
+      throw SkeletonError(sk.file, "/params", "unknown parameter \"" + name + "\" (this skeleton has: " +
+                                                  (list.empty() ? "none" : list) + ")");
+    }
+  }
+  for (const auto& p : sk.params) {
+    int slot = sk.symbols.find(p.name);
+    auto it = values.find(p.name);
+    if (it != values.end()) frame[slot] = it->second;
+    else if (p.default_value) frame[slot] = *p.default_value;
+    else throw SkeletonError(sk.file, "/params/" + p.name, "parameter \"" + p.name + "\" has no default: give --param " + p.name + "=VALUE");
+  }
+  return frame;
+}
+
+void bind_rank(const Skeleton& sk, std::vector<double>& frame, int rank) {
+  frame[Skeleton::SLOT_RANK] = rank;
+  for (const auto& d : sk.defines) frame[d.slot] = d.value.eval(frame);
+}
+
+int select_group(const Skeleton& sk, const std::vector<double>& frame) {
+  for (std::size_t g = 0; g < sk.groups.size(); ++g)
+    if (sk.groups[g].ranks.eval(frame) != 0) return static_cast<int>(g);
+  return -1;
+}
+
+namespace {
+
+void check_body(const Skeleton& sk, const Body& body, std::vector<double>& frame, int P, int rank) {
+  auto bad = [&](const Block& b, const std::string& what) {
+    throw SkeletonError(sk.file, sk.blocks[b.index].id, "at P=" + std::to_string(P) + ", rank " + std::to_string(rank) + ": " + what);
+  };
+  auto fmt = [](double v) {
+    std::ostringstream os;
+    os << v;
+    return os.str();
+  };
+  auto check_rank = [&](const Block& b, const Expr& e, const char* what) {
+    double v = e.eval(frame);
+    if (!(v >= 0 && v < P) || v != std::floor(v))
+      bad(b, std::string(what) + " \"" + e.text() + "\" = " + fmt(v) + " is not a rank in [0, " + std::to_string(P) + ")");
+  };
+  auto check_size = [&](const Block& b, const Expr& e) {
+    double v = e.eval(frame);
+    if (!(v >= 0) || !std::isfinite(v)) bad(b, "size \"" + e.text() + "\" = " + fmt(v) + " is not a byte count");
+  };
+  for (const Block& b : body) {
+    std::visit(
+        [&](const auto& op) {
+          using T = std::decay_t<decltype(op)>;
+          if constexpr (std::is_same_v<T, Loop>) {
+            double n = op.count.eval(frame);
+            if (!(n >= 0) || !std::isfinite(n)) bad(b, "loop count \"" + op.count.text() + "\" = " + fmt(n) + " is not a count");
+            long long iters = static_cast<long long>(std::floor(n));
+            if (iters == 0) return;
+            double saved = op.var_slot >= 0 ? frame[op.var_slot] : 0;
+            for (long long it : {0LL, iters - 1}) {
+              if (op.var_slot >= 0) frame[op.var_slot] = static_cast<double>(it);
+              check_body(sk, op.body, frame, P, rank);
+              if (iters == 1) break;
+            }
+            if (op.var_slot >= 0) frame[op.var_slot] = saved;
+          } else if constexpr (std::is_same_v<T, Branch>) {
+            if (op.condition) {
+              check_body(sk, op.condition->eval(frame) != 0 ? op.then_body : op.else_body, frame, P, rank);
+            } else {
+              double p = op.probability.eval(frame);
+              if (!(p >= 0 && p <= 1)) bad(b, "probability \"" + op.probability.text() + "\" = " + fmt(p) + " is not in [0, 1]");
+              check_body(sk, op.then_body, frame, P, rank);
+              check_body(sk, op.else_body, frame, P, rank);
+            }
+          } else if constexpr (std::is_same_v<T, Compute>) {
+            double v = op.amount.eval(frame);
+            if (!(v >= 0) || !std::isfinite(v)) bad(b, "compute amount \"" + op.amount.text() + "\" = " + fmt(v) + " is negative or not finite");
+          } else if constexpr (std::is_same_v<T, P2P>) {
+            if (!op.any_source) check_rank(b, op.peer, op.kind == P2PKind::SEND || op.kind == P2PKind::ISEND ? "destination" : "source");
+            check_size(b, op.size_bytes);
+          } else if constexpr (std::is_same_v<T, Collective>) {
+            check_rank(b, op.root, "root");
+            check_size(b, op.size_bytes);
+          }
+        },
+        b.op);
+  }
+}
+
+}  // namespace
+
+void check_for_run(const Skeleton& sk, const std::vector<double>& base, int P) {
+  std::vector<double> frame = base;
+  for (int r = 0; r < P; ++r) {
+    bind_rank(sk, frame, r);
+    int g = select_group(sk, frame);
+    if (g < 0)
+      throw SkeletonError(sk.file, "/programs", "no rank group matches rank " + std::to_string(r) + " at P=" + std::to_string(P));
+    check_body(sk, sk.groups[g].body, frame, P, r);
+  }
+}
+
+}  // namespace mksim::skeletons

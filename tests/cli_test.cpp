@@ -1,0 +1,132 @@
+// The mksim command line end to end (real SimGrid, real HDF5): outputs, exit codes, and that failures
+// leave no result file behind. One simulation per test (per process).
+#include "results/hdf5_io.hpp"
+#include "sim/cli.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using mksim::sim::run_cli;
+
+namespace {
+
+struct CliRun {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+CliRun cli(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  int code = run_cli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+fs::path tmpdir() {
+  fs::path d = fs::temp_directory_path() / ("mksim_cli_test_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+std::string src(const std::string& rel) { return std::string(MKSIM_SOURCE_DIR) + "/" + rel; }
+
+}  // namespace
+
+TEST(Cli, VersionAndHelp) {
+  CliRun v = cli({"--version"});
+  EXPECT_EQ(v.code, 0);
+  EXPECT_EQ(v.out.rfind("mksim ", 0), 0u);
+  CliRun h = cli({"--help"});
+  EXPECT_EQ(h.code, 0);
+  EXPECT_NE(h.out.find("--platform"), std::string::npos);
+  EXPECT_EQ(cli({}).code, 2);
+}
+
+TEST(Cli, PredictsAtm2dOnParagonAndWritesHdf5) {
+  fs::path out = tmpdir() / "atm2d.h5";
+  CliRun r = cli({"--platform", src("platforms/paragon.xml"), "--P", "16", "--skeleton", src("skeletons/examples/atm2d.json"),
+               "--param", "N=256", "-o", out.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("predicted"), std::string::npos) << r.out;
+  auto res = mksim::results::read_run_hdf5(out.string());
+  ASSERT_EQ(res.ranks.size(), 16u);
+  EXPECT_GT(res.predicted_time_s, 0);
+  std::map<std::string, std::string> a(res.attributes.begin(), res.attributes.end());
+  EXPECT_EQ(a["param.N"], "256");
+  EXPECT_EQ(a["P"], "16");
+  EXPECT_EQ(a["simgrid.network/model"], "CM02");
+  // 4x4 ranks, 10 steps: 2*(4*3) neighbour pairs exchange both ways each step.
+  EXPECT_EQ(res.total_messages, 10u * 2 * 24);
+  EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
+}
+
+TEST(Cli, BundledPlatformNameResolves) {
+  CliRun r = cli({"--platform", "paragon", "--P", "4", "--param", "N=64", "--param", "steps=1"});
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+TEST(Cli, UnknownParameterIsAUsageError) {
+  CliRun r = cli({"--platform", src("platforms/paragon.xml"), "--P", "4", "--param", "Nx=3"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown parameter \"Nx\""), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("atm2d.json"), std::string::npos) << r.err;
+}
+
+TEST(Cli, MissingOptionAndBadValues) {
+  EXPECT_EQ(cli({"--platform", src("platforms/paragon.xml")}).code, 2);
+  EXPECT_EQ(cli({"--platform", src("platforms/paragon.xml"), "--P", "4", "--param", "N=abc"}).code, 2);
+  EXPECT_EQ(cli({"--platform", "/nonexistent.xml", "--P", "4"}).code, 2);
+  EXPECT_EQ(cli({"frobnicate"}).code, 2);
+}
+
+TEST(Cli, TooManyRanksFailsAndWritesNothing) {
+  fs::path out = tmpdir() / "too_many.h5";
+  CliRun r = cli({"--platform", src("platforms/paragon.xml"), "--P", "1024", "-o", out.string()});
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("only 256 compute hosts"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(Cli, DeadlockExitsThreeAndWritesNothing) {
+  fs::path dir = tmpdir();
+  fs::path skel = dir / "dead.json";
+  std::ofstream(skel) << R"({"format":"mksim-skeleton","version":1,"name":"dead",
+    "body":[{"op":"recv","id":"wait-forever","peer":"(rank + 1) % P","size":8}]})";
+  fs::path out = dir / "dead.h5";
+  CliRun r = cli({"--platform", src("platforms/t3e.xml"), "--P", "8", "--skeleton", skel.string(), "-o", out.string()});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("deadlock at P=8"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("wait-forever"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(Cli, MissingOutputDirectoryIsCaughtBeforeSimulating) {
+  CliRun r = cli({"--platform", src("platforms/paragon.xml"), "--P", "4", "-o", "/nonexistent/dir/x.h5"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("/nonexistent/dir"), std::string::npos);
+}
+
+TEST(Cli, CheckValidatesWithoutSimulating) {
+  CliRun r = cli({"check", "--skeleton", src("skeletons/examples/atm2d.json"), "--P", "64"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("is valid"), std::string::npos);
+  fs::path bad = tmpdir() / "bad.json";
+  std::ofstream(bad) << R"({"format":"mksim-skeleton","version":1,"body":[{"op":"send","peer":"rank+1","size":8}]})";
+  CliRun b = cli({"check", "--skeleton", bad.string(), "--P", "4"});
+  EXPECT_EQ(b.code, 2);
+  EXPECT_NE(b.err.find("bad.json: /body/0: at P=4, rank 3: destination"), std::string::npos) << b.err;
+}
+
+TEST(Cli, PlatformGeneratorWritesLoadableFile) {
+  fs::path out = tmpdir() / "mesh.xml";
+  CliRun r = cli({"platform", "--machine", "paragon", "--nodes", "64", "-o", out.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(out));
+  CliRun sim = cli({"--platform", out.string(), "--P", "64", "--param", "N=128", "--param", "steps=2"});
+  EXPECT_EQ(sim.code, 0) << sim.err;
+  EXPECT_EQ(cli({"platform", "--machine", "cm5", "--nodes", "64", "-o", out.string()}).code, 2);
+}

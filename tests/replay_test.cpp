@@ -1,0 +1,241 @@
+// Replay on real SimGrid simulations, against closed forms where the simulation must be exact
+// (CM02 model, no contention). Each TEST runs in its own process: one SimGrid engine each.
+#include "sim/replay.hpp"
+#include "skeletons/error.hpp"
+#include "skeletons/skeleton_io.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+using namespace mksim;
+using namespace mksim::sim;
+
+namespace {
+
+// Figures of the test machine: every route is host link + host link (SPLITDUPLEX, so no two directions
+// share), i.e. latency 2*LAT and bandwidth BW, and the MPI-level overheads below.
+constexpr double LAT = 50e-6, BW = 10e6, S_OV = 3e-6, R_OV = 2e-6, O_OV = 1e-6, EAGER = 1024, SPEED = 1e9;
+constexpr double L = 2 * LAT;
+
+std::string write_platform(int hosts) {
+  auto dir = std::filesystem::temp_directory_path() / ("mksim_replay_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string path = (dir / "cluster.xml").string();
+  std::ofstream f(path);
+  f << R"J(<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+<zone id="root" routing="Full">
+  <prop id="mksim.machine" value="testbox"/>
+  <prop id="mksim.send_overhead_s" value="3e-6"/>
+  <prop id="mksim.recv_overhead_s" value="2e-6"/>
+  <prop id="mksim.per_message_overhead_s" value="1e-6"/>
+  <prop id="mksim.eager_threshold_bytes" value="1024"/>
+  <cluster id="c" prefix="node-" suffix="" radical="0-)J"
+    << hosts - 1 << R"J(" speed="1Gf" bw="10MBps" lat="50us" sharing_policy="SPLITDUPLEX"/>
+</zone>
+</platform>
+)J";
+  return path;
+}
+
+skeletons::Skeleton sk(const std::string& body, const std::string& extra = "") {
+  return skeletons::parse_skeleton(R"J({"format":"mksim-skeleton","version":1,"name":"t",)J" + extra + body, "t.json");
+}
+
+results::RunResult run(const skeletons::Skeleton& s, int P, std::map<std::string, double> params = {}, int hosts = 0,
+                       std::uint64_t seed = 1, std::string timeline = "") {
+  ReplayOptions o;
+  o.platform_path = write_platform(hosts ? hosts : P);
+  o.P = P;
+  o.params = std::move(params);
+  o.seed = seed;
+  o.timeline_csv = std::move(timeline);
+  return replay(s, o);
+}
+
+double one_way(double bytes) { return S_OV + L + bytes / BW + R_OV + O_OV; }
+
+const char* PINGPONG = R"J("params":{"S":8,"R":5},"programs":[
+  {"ranks":"rank == 0","body":[{"op":"loop","count":"R","body":[
+     {"op":"send","peer":1,"size":"S"},{"op":"recv","peer":1,"size":"S"}]}]},
+  {"ranks":"rank == 1","body":[{"op":"loop","count":"R","body":[
+     {"op":"recv","peer":0,"size":"S"},{"op":"send","peer":0,"size":"S"}]}]}]})J";
+
+}  // namespace
+
+TEST(Replay, PingPongEagerMatchesClosedForm) {
+  auto res = run(sk(PINGPONG), 2, {{"S", 512}, {"R", 5}});
+  EXPECT_NEAR(res.predicted_time_s, 5 * 2 * one_way(512), 1e-9);
+  EXPECT_EQ(res.total_messages, 10u);
+  EXPECT_EQ(res.ranks[0].messages_sent, 5u);
+}
+
+TEST(Replay, PingPongRendezvousMatchesClosedForm) {
+  auto res = run(sk(PINGPONG), 2, {{"S", 1 << 20}, {"R", 3}});
+  EXPECT_NEAR(res.predicted_time_s, 3 * 2 * one_way(1 << 20), 1e-9);
+}
+
+// Rank 1 computes C before receiving. Eager: rank 0 is done after its send overhead. Rendezvous: the
+// transfer starts only when the receive is posted, and rank 0 waits C - s for it.
+const char* LATE_RECEIVER = R"J("params":{"S":8},"programs":[
+    {"ranks":"rank == 0","body":[{"op":"send","peer":1,"size":"S"}]},
+    {"ranks":"rank == 1","body":[{"op":"compute","seconds":0.01},{"op":"recv","peer":0,"size":"S"}]}]})J";
+constexpr double C_LATE = 0.01;
+
+TEST(Replay, LateReceiverDoesNotBlockEagerSender) {
+  auto eager = run(sk(LATE_RECEIVER), 2, {{"S", 1000}});
+  EXPECT_NEAR(eager.ranks[0].finish_s, S_OV, 1e-12);
+  EXPECT_NEAR(eager.ranks[1].finish_s, C_LATE + R_OV + O_OV, 1e-9);  // the data arrived long before
+  EXPECT_NEAR(eager.ranks[0].wait_s, 0, 1e-12);
+}
+
+TEST(Replay, LateReceiverBlocksRendezvousSender) {
+  const double big = 100000;
+  auto rdv = run(sk(LATE_RECEIVER), 2, {{"S", big}});
+  EXPECT_NEAR(rdv.ranks[0].finish_s, C_LATE + L + big / BW, 1e-9);
+  EXPECT_NEAR(rdv.ranks[0].wait_s, C_LATE - S_OV, 1e-9);
+  EXPECT_NEAR(rdv.ranks[1].finish_s, C_LATE + L + big / BW + R_OV + O_OV, 1e-9);
+  EXPECT_NEAR(rdv.ranks[1].compute_s, C_LATE, 1e-12);
+}
+
+TEST(Replay, SecondSimulationInOneProcessIsRefused) {
+  run(sk(PINGPONG), 2);
+  EXPECT_THROW(run(sk(PINGPONG), 2), ReplayError);
+}
+
+TEST(Replay, PipelineFillTime) {
+  // Rank 0 computes W and sends; rank r receives from r-1, computes W, sends to r+1 (seed 000 s.4.1 Fill).
+  const char* body = R"J("params":{"W":0.001,"S":256},"programs":[
+    {"ranks":"rank == 0","body":[{"op":"compute","seconds":"W"},{"op":"send","peer":1,"size":"S"}]},
+    {"ranks":"rank < P - 1","body":[{"op":"recv","peer":"rank-1","size":"S"},{"op":"compute","seconds":"W"},
+                                   {"op":"send","peer":"rank+1","size":"S"}]},
+    {"ranks":"1","body":[{"op":"recv","peer":"rank-1","size":"S"},{"op":"compute","seconds":"W"}]}]})J";
+  const int P = 7;  // one engine per process: one P per test
+  auto res = run(sk(body), P);
+  EXPECT_NEAR(res.predicted_time_s, P * 0.001 + (P - 1) * one_way(256), 1e-9);
+  EXPECT_EQ(res.critical_rank, P - 1);
+}
+
+TEST(Replay, AllreduceRecursiveDoublingTime) {
+  // P = 8: three rounds of a simultaneous exchange; SPLITDUPLEX links carry both directions at full rate.
+  auto res = run(sk(R"J("body":[{"op":"allreduce","size":4096}]})J"), 8);
+  EXPECT_NEAR(res.predicted_time_s, 3 * one_way(4096), 1e-9);
+  EXPECT_EQ(res.total_messages, 24u);
+  ASSERT_EQ(res.blocks.size(), 1u);
+  EXPECT_EQ(res.blocks[0].executions, 8u);
+  EXPECT_NEAR(res.blocks[0].bytes, 24 * 4096.0, 1e-6);
+}
+
+TEST(Replay, DeadlockIsReportedWithBlockedRanks) {
+  auto s = sk(R"J("programs":[{"ranks":"rank < 2","body":[{"op":"recv","id":"first-recv","peer":"1 - rank","size":8,"tag":7}]},
+                              {"ranks":"1","body":[]}]})J");
+  try {
+    run(s, 3);
+    FAIL() << "no deadlock reported";
+  } catch (const DeadlockError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("deadlock at P=3"), std::string::npos) << m;
+    EXPECT_NE(m.find("2 rank(s) blocked"), std::string::npos) << m;
+    EXPECT_NE(m.find("rank 0: recv from 1, tag 7, 8 bytes, block first-recv"), std::string::npos) << m;
+    EXPECT_NE(m.find("rank 1: recv from 0"), std::string::npos) << m;
+  }
+}
+
+TEST(Replay, HeadToHeadLargeSendsDeadlockOnlyAboveEagerThreshold) {
+  auto s = sk(R"J("params":{"S":8},"body":[{"op":"send","peer":"1 - rank","size":"S"},{"op":"recv","peer":"1 - rank","size":"S"}]})J");
+  EXPECT_THROW(run(s, 2, {{"S", 4096}}), DeadlockError);
+}
+
+TEST(Replay, HeadToHeadSmallSendsComplete) {
+  auto s = sk(R"J("params":{"S":8},"body":[{"op":"send","peer":"1 - rank","size":"S"},{"op":"recv","peer":"1 - rank","size":"S"}]})J");
+  auto res = run(s, 2, {{"S", 512}});
+  EXPECT_NEAR(res.predicted_time_s, one_way(512), 1e-9);
+}
+
+TEST(Replay, WildcardReceivesTakeMessagesInArrivalOrder) {
+  auto s = sk(R"J("programs":[
+     {"ranks":"rank == 0","body":[{"op":"loop","count":"P-1","body":[{"op":"recv","peer":"any","tag":"any","size":64}]}]},
+     {"ranks":"1","body":[{"op":"compute","seconds":"0.001 * (P - rank)"},{"op":"send","peer":0,"size":64,"tag":"rank"}]}]})J");
+  auto res = run(s, 5);
+  // Rank r sends after 0.001*(P-r) s: rank 1's message, sent at 0.004 s, is the last one the master takes.
+  EXPECT_NEAR(res.ranks[0].finish_s, 0.004 + one_way(64), 1e-9);
+  EXPECT_EQ(res.ranks[0].messages_sent, 0u);
+}
+
+TEST(Replay, UnwaitedRequestIsAnError) {
+  auto s = sk(R"J("body":[{"op":"isend","peer":"(rank+1)%P","size":8},{"op":"recv","peer":"(rank+P-1)%P","size":8}]})J");
+  EXPECT_THROW(run(s, 2), ReplayError);
+}
+
+TEST(Replay, TruncatedMessageIsAnError) {
+  auto s = sk(R"J("programs":[{"ranks":"rank == 0","body":[{"op":"send","peer":1,"size":100}]},
+                              {"ranks":"1","body":[{"op":"recv","peer":0,"size":10}]}]})J");
+  try {
+    run(s, 2);
+    FAIL();
+  } catch (const ReplayError& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Replay, MoreRanksThanHostsIsAnErrorBeforeSimulating) {
+  auto s = sk(R"J("body":[{"op":"barrier"}]})J");
+  try {
+    run(s, 9, {}, 8);
+    FAIL();
+  } catch (const ReplayError& e) {
+    EXPECT_NE(std::string(e.what()).find("P=9 ranks but the platform has only 8 compute hosts"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Replay, PeerOutsideRangeIsAnErrorBeforeSimulating) {
+  auto s = sk(R"J("body":[{"op":"send","id":"ring","peer":"rank+1","size":8}]})J");
+  EXPECT_THROW(run(s, 4), skeletons::SkeletonError);
+}
+
+TEST(Replay, ProbabilisticBranchesAreSeededAndDeterministic) {
+  auto s = sk(R"J("body":[{"op":"loop","count":200,"body":[{"op":"if","prob":0.3,"then":[{"op":"compute","seconds":0.001}]}]}]})J");
+  auto a = run(s, 4, {}, 0, 42);
+  // About 30% of 200 iterations per rank: a binomial count far from 0 and 200.
+  for (const auto& r : a.ranks) {
+    EXPECT_GT(r.compute_s, 0.001 * 35);
+    EXPECT_LT(r.compute_s, 0.001 * 85);
+  }
+  EXPECT_NE(a.ranks[0].compute_s, a.ranks[1].compute_s);  // ranks draw from different streams
+}
+
+TEST(Replay, TimelineIsWrittenSorted) {
+  auto path = std::filesystem::temp_directory_path() / ("mksim_tl_" + std::to_string(::getpid()) + ".csv");
+  run(sk(PINGPONG), 2, {{"S", 64}, {"R", 2}}, 0, 1, path.string());
+  std::ifstream f(path);
+  std::string header, line;
+  std::getline(f, header);
+  EXPECT_EQ(header, "rank,start_s,end_s,kind,block");
+  int rows = 0, last_rank = -1;
+  while (std::getline(f, line)) {
+    int rank = std::stoi(line.substr(0, line.find(',')));
+    EXPECT_GE(rank, last_rank);
+    last_rank = rank;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 8);
+  std::filesystem::remove(path);
+}
+
+TEST(Replay, RecordsConfigurationAndInputs) {
+  auto res = run(sk(PINGPONG), 2);
+  std::map<std::string, std::string> a(res.attributes.begin(), res.attributes.end());
+  EXPECT_EQ(a["simgrid.network/model"], "CM02");
+  EXPECT_EQ(a["simgrid.network/latency-factor"], "1");
+  EXPECT_EQ(a["simgrid.network/crosstraffic"], "no");
+  EXPECT_EQ(a["machine"], "testbox");
+  EXPECT_EQ(a["param.S"], "8");
+  EXPECT_EQ(a["P"], "2");
+  EXPECT_EQ(a["skeleton.hash"].size(), 16u);
+  EXPECT_TRUE(std::is_sorted(res.attributes.begin(), res.attributes.end()));
+}

@@ -1,0 +1,125 @@
+// Skeleton reader: valid files load into the right tree; every kind of bad input names file and place.
+#include "skeletons/error.hpp"
+#include "skeletons/skeleton_io.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace mksim::skeletons;
+
+namespace {
+
+std::string wrap(const std::string& body, const std::string& extra = "") {
+  return R"({"format":"mksim-skeleton","version":1,"name":"t",)" + extra + R"("body":)" + body + "}";
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_skeleton(text, "t.json");
+  } catch (const SkeletonError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Skeleton, LoadsTreeParamsAndDefines) {
+  Skeleton sk = parse_skeleton(wrap(R"([{"op":"loop","count":"steps","var":"i","body":[
+      {"op":"send","peer":"(rank+1)%P","size":"8*N","tag":3},
+      {"op":"recv","peer":"(rank-1)%P","size":"8*N","tag":3}]},
+      {"op":"allreduce","size":8,"phase":"dot"}])",
+                                   R"("params":{"N":{"default":100,"doc":"n"},"steps":4},"let":{"half":"P/2"},)"),
+                               "x.json");
+  ASSERT_EQ(sk.params.size(), 2u);
+  EXPECT_EQ(sk.params[0].name, "N");
+  EXPECT_EQ(*sk.params[0].default_value, 100);
+  ASSERT_EQ(sk.groups.size(), 1u);
+  ASSERT_EQ(sk.groups[0].body.size(), 2u);
+  const auto& loop = std::get<Loop>(sk.groups[0].body[0].op);
+  EXPECT_EQ(loop.body.size(), 2u);
+  EXPECT_EQ(sk.blocks.size(), 4u);
+  EXPECT_EQ(sk.blocks[0].id, "/body/0");
+  EXPECT_EQ(sk.blocks[1].id, "/body/0/body/0");
+  EXPECT_EQ(sk.blocks[3].phase, "dot");
+  auto frame = bind_parameters(sk, 8, {{"N", 64}});
+  bind_rank(sk, frame, 3);
+  EXPECT_EQ(frame[sk.symbols.find("N")], 64);
+  EXPECT_EQ(frame[sk.symbols.find("steps")], 4);
+  EXPECT_EQ(frame[sk.symbols.find("half")], 4);
+  EXPECT_NO_THROW(check_for_run(sk, bind_parameters(sk, 8, {}), 8));
+}
+
+TEST(Skeleton, PhaseIsInheritedAndIdsAreExplicitWhenGiven) {
+  Skeleton sk = parse_skeleton(wrap(R"([{"op":"loop","count":2,"phase":"halo","id":"outer","body":[
+      {"op":"compute","seconds":1}]}])"));
+  EXPECT_EQ(sk.blocks[0].id, "outer");
+  EXPECT_EQ(sk.blocks[1].phase, "halo");
+}
+
+TEST(Skeleton, RankGroupsFirstMatchWins) {
+  Skeleton sk = parse_skeleton(R"({"format":"mksim-skeleton","version":1,"programs":[
+      {"ranks":"rank == 0","body":[{"op":"compute","seconds":1}]},
+      {"ranks":"rank < P","body":[]}]})");
+  auto frame = bind_parameters(sk, 4, {});
+  bind_rank(sk, frame, 0);
+  EXPECT_EQ(select_group(sk, frame), 0);
+  bind_rank(sk, frame, 3);
+  EXPECT_EQ(select_group(sk, frame), 1);
+}
+
+TEST(Skeleton, BadInputsNameFileAndPlace) {
+  EXPECT_NE(error_of(wrap(R"([{"op":"send","peer":1,"size":8,"colour":1}])")).find("t.json: /body/0/colour: unknown field"),
+            std::string::npos);
+  EXPECT_NE(error_of(wrap(R"([{"op":"jump"}])")).find("/body/0/op: unknown op \"jump\""), std::string::npos);
+  EXPECT_NE(error_of(wrap(R"([{"op":"send","peer":"rank+Q","size":8}])")).find("/body/0/peer: in expression \"rank+Q\""),
+            std::string::npos);
+  EXPECT_NE(error_of(wrap(R"([{"op":"send","size":8}])")).find("needs \"peer\""), std::string::npos);
+  EXPECT_NE(error_of(wrap(R"([{"op":"wait","req":"r9"}])")).find("r9"), std::string::npos);
+  EXPECT_NE(error_of(wrap("[]", R"("extra":1,)")).find("/extra: unknown field"), std::string::npos);
+  EXPECT_NE(error_of(R"({"format":"mksim-skeleton","version":2,"body":[]})").find("/version"), std::string::npos);
+  EXPECT_NE(error_of(wrap("[]", R"("params":{"rank":1},)")).find("reserved"), std::string::npos);
+  EXPECT_NE(error_of(wrap(R"([{"op":"loop","count":2,"var":"i","body":[{"op":"loop","count":2,"var":"i","body":[]}]}])"))
+                .find("enclosing loop"),
+            std::string::npos);
+}
+
+TEST(Skeleton, TruncatedFileGivesByteOffset) {
+  std::string good = wrap(R"([{"op":"compute","seconds":1}])");
+  std::string m = error_of(good.substr(0, good.size() / 2));
+  EXPECT_NE(m.find("t.json: byte "), std::string::npos) << m;
+  EXPECT_NE(m.find("not valid JSON"), std::string::npos) << m;
+}
+
+TEST(Skeleton, MissingFileIsAnError) {
+  EXPECT_THROW(load_skeleton("/nonexistent/x.json"), SkeletonError);
+}
+
+TEST(Skeleton, ParameterBindingErrors) {
+  Skeleton sk = parse_skeleton(wrap("[]", R"("params":{"N":null,"K":4},)"));
+  EXPECT_THROW(bind_parameters(sk, 4, {}), SkeletonError);  // N has no default
+  try {
+    bind_parameters(sk, 4, {{"N", 1}, {"Z", 2}});
+    FAIL();
+  } catch (const SkeletonError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown parameter \"Z\" (this skeleton has: N, K)"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(bind_parameters(sk, 0, {{"N", 1}}), SkeletonError);
+}
+
+TEST(Skeleton, CheckForRunFindsPeersOutsideRange) {
+  Skeleton sk = parse_skeleton(wrap(R"([{"op":"loop","count":3,"var":"i","body":[
+      {"op":"if","cond":"rank == 0","then":[{"op":"send","id":"bad","peer":"rank + i + 1","size":8}]}]}])"),
+                               "t.json");
+  EXPECT_NO_THROW(check_for_run(sk, bind_parameters(sk, 4, {}), 4));
+  try {
+    check_for_run(sk, bind_parameters(sk, 3, {}), 3);  // last iteration sends to rank 3 of 3
+    FAIL();
+  } catch (const SkeletonError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("t.json: bad: at P=3, rank 0: destination \"rank + i + 1\" = 3 is not a rank in [0, 3)"),
+              std::string::npos)
+        << m;
+  }
+  Skeleton g = parse_skeleton(R"({"format":"mksim-skeleton","version":1,"programs":[{"ranks":"rank < 2","body":[]}]})");
+  EXPECT_THROW(check_for_run(g, bind_parameters(g, 4, {}), 4), SkeletonError);
+}
