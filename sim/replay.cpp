@@ -7,6 +7,7 @@
 #include "skeletons/error.hpp"
 #include "skeletons/skeleton_io.hpp"
 
+#include <simgrid/kernel/resource/Action.hpp>
 #include <simgrid/s4u.hpp>
 #include <simgrid/version.h>
 #include <xbt/config.hpp>
@@ -18,6 +19,8 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 #ifndef MKSIM_VERSION
 #define MKSIM_VERSION "0.0.0"
@@ -39,6 +42,7 @@ struct Request {
   bool is_send = false;
   bool eager = false;
   bool started = false;  // the transfer exists (comm is set) or, for eager sends, the data left
+  bool done = false;     // the transfer finished (and, for a receive, it is matched)
   std::uint8_t ctx = 0;  // 0: user messages, 1: collectives' internal messages
   int owner = 0;
   int peer = 0;          // destination of a send; source (or ANY) of a receive
@@ -335,16 +339,22 @@ class ReplayContext final : public P2PLayer {
   // Any SimGrid call (sendto_async, sleep, semaphore release) may let other ranks run before it returns, so
   // the queues are updated before such a call and never left half-done across one.
 
-  /** @brief Starts the data transfer of a send, then completes the receive matched to it meanwhile, if any. */
+  /** @brief Starts the data transfer of a send, then binds the receive matched to it meanwhile, if any.
+   *  Nobody waits on the SimGrid comm: its end is reported by transfer_finished() (see replay()). */
   void launch(const ReqPtr& send) {
+    finished_.clear();  // SimGrid has run post() on them since: releasing their comms is safe now
     send->launching = true;
     const double now = sg4::Engine::get_clock();
     sg4::CommPtr comm = sg4::Comm::sendto_async(ranks_[send->owner].host, ranks_[send->peer].host,
                                                 static_cast<std::uint64_t>(send->size));
+    const void* key = comm->get_impl();
     send->comm = std::move(comm);
     send->match_time = now;
     send->started = true;
     send->launching = false;
+    ++inflight_;
+    if (finished_early_.erase(key)) finish(*send);
+    else transfers_.emplace(key, send);
     wake(send->owner);
     if (send->matched_recv) bind(*send, *send->matched_recv);
   }
@@ -355,12 +365,40 @@ class ReplayContext final : public P2PLayer {
       throw ReplayError(where(recv.owner, recv.block) + "message of " + fmt(send.size) + " bytes from rank " +
                         std::to_string(send.owner) + " (block " + block_id(send.block) + ") truncated: receive is " +
                         fmt(recv.size) + " bytes");
-    recv.comm = send.comm;
     recv.match_time = send.match_time;
     recv.started = true;
-    wake(recv.owner);
+    recv.done = send.done;  // an eager message may have arrived before its receive was posted
+    if (recv.done) wake(recv.owner);
   }
 
+  /** @brief A send's data arrived: the send (rendezvous) and its matched receive are complete. */
+  void finish(Request& send) {
+    send.done = true;
+    --inflight_;
+    wake(send.owner);
+    if (send.matched_recv) {
+      send.matched_recv->done = true;
+      wake(send.matched_recv->owner);
+    }
+  }
+
+ public:
+  /** @brief Called by SimGrid (maestro) when a network action changes state. */
+  void transfer_finished(const void* key) {
+    auto it = transfers_.find(key);
+    if (it == transfers_.end()) {  // finished inside sendto_async, before launch() could register it
+      finished_early_.insert(key);
+      return;
+    }
+    ReqPtr send = std::move(it->second);
+    transfers_.erase(it);
+    finish(*send);
+    // SimGrid still calls post() on this comm after the signal: keep it alive until a rank runs again.
+    finished_.push_back(std::move(send));
+    check_deadlock();  // an eager message nobody receives may have been the last thing running
+  }
+
+ private:
   ReqPtr post_send(int me, int dst, int tag, std::uint8_t ctx, double size, int block) {
     check_abort();
     RankState& rs = ranks_[me];
@@ -419,7 +457,7 @@ class ReplayContext final : public P2PLayer {
   Split wait_req(int me, const ReqPtr& req) {
     RankState& rs = ranks_[me];
     const double t0 = sg4::Engine::get_clock();
-    while (!req->started) {
+    while (!(req->done || (req->is_send && req->eager))) {  // an eager send is complete once posted
       check_abort();
       rs.blocked = true;
       rs.waiting_for = req.get();
@@ -430,7 +468,6 @@ class ReplayContext final : public P2PLayer {
       check_abort();
     }
     rs.waiting_for = nullptr;
-    if (!(req->is_send && req->eager)) req->comm->wait();
     if (!req->is_send) {
       double o = m_.recv_overhead_s + m_.per_message_overhead_s;
       if (o > 0) sg4::this_actor::sleep_for(o);
@@ -453,7 +490,7 @@ class ReplayContext final : public P2PLayer {
 
   /** @brief No rank can make progress when every unfinished rank waits for a partner. */
   void check_deadlock() {
-    if (active_ > 0 || aborting_) return;
+    if (active_ > 0 || inflight_ > 0 || aborting_) return;
     std::vector<int> blocked;
     for (int r = 0; r < P_; ++r)
       if (!ranks_[r].finished && ranks_[r].blocked) blocked.push_back(r);
@@ -549,7 +586,11 @@ class ReplayContext final : public P2PLayer {
   std::vector<int> block_phase_;
   std::vector<TimelineRow> timeline_;
   bool timeline_truncated_ = false;
-  int active_ = 0;
+  int active_ = 0;     // ranks neither finished nor blocked on their semaphore
+  long inflight_ = 0;  // transfers started and not finished
+  std::unordered_map<const void*, ReqPtr> transfers_;  // SimGrid comm impl -> its send
+  std::unordered_set<const void*> finished_early_;
+  std::vector<ReqPtr> finished_;  // sends whose comm must outlive the current engine step
   bool aborting_ = false;
   bool deadlocked_ = false;
   std::string error_;
@@ -624,6 +665,15 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
                       std::to_string(hosts.size()) + " compute hosts (generate a larger one with `mksim platform`)");
 
   ReplayContext ctx(sk, machine, hosts, opt.P, frame, opt.seed, !opt.timeline_csv.empty());
+  // Transfer ends come from the network model itself, so no rank waits on a SimGrid comm (a comm waited by
+  // two actors leaks a CPU action in SimGrid 3.32, and one wait simcall per message is saved). NetworkAction
+  // is not in SimGrid's public headers; it derives from kernel::resource::Action alone, which is all we read.
+  sg4::Link::on_communication_state_change_cb(
+      [&ctx](simgrid::kernel::resource::NetworkAction& net_action, simgrid::kernel::resource::Action::State) {
+        const auto& action = reinterpret_cast<const simgrid::kernel::resource::Action&>(net_action);
+        if (action.get_state() == simgrid::kernel::resource::Action::State::FINISHED)
+          ctx.transfer_finished(action.get_activity());
+      });
   for (int r = 0; r < opt.P; ++r)
     sg4::Actor::create("rank-" + std::to_string(r), hosts[r], [&ctx, r] { ctx.run_rank(r); });
   engine.run();
