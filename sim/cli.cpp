@@ -74,6 +74,19 @@ const char* USAGE =
     "       mksim platform --machine {ipsc860,paragon,t3e,fattree} --nodes N -o OUT.xml\n"
     "       mksim --version | --help\n";
 
+/** @brief Parses args into desc's variables; prints help and returns false when --help was given. */
+bool parse_options(const std::vector<std::string>& args, const po::options_description& desc, std::ostream& out,
+                   const char* usage = "") {
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  if (vm.count("help")) {
+    out << usage << desc;
+    return false;
+  }
+  po::notify(vm);
+  return true;
+}
+
 int cmd_predict(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("mksim predict");
   std::string platform, skeleton, output, timeline;
@@ -89,13 +102,7 @@ int cmd_predict(const std::vector<std::string>& args, std::ostream& out) {
       ("timeline", po::value(&timeline), "write a per-rank event timeline (CSV) for small runs")
       ("seed", po::value(&seed)->default_value(1), "seed of the per-rank random generators")
       ("cfg", po::value(&cfg)->composing(), "extra SimGrid setting key:value (recorded with the result)");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  if (vm.count("help")) {
-    out << USAGE << desc;
-    return EXIT_OK;
-  }
-  po::notify(vm);
+  if (!parse_options(args, desc, out, USAGE)) return EXIT_OK;
 
   ReplayOptions opt;
   opt.platform_path = resolve_data(platform, "platforms");
@@ -127,13 +134,7 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out) {
   desc.add_options()("help,h", "this help")("skeleton", po::value(&skeleton)->required(), "skeleton JSON")
       ("P", po::value(&P), "also check every rank's program at this P")
       ("param", po::value(&params)->composing(), "parameter value NAME=VALUE");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  if (vm.count("help")) {
-    out << desc;
-    return EXIT_OK;
-  }
-  po::notify(vm);
+  if (!parse_options(args, desc, out)) return EXIT_OK;
   skeletons::Skeleton sk = skeletons::load_skeleton(resolve_data(skeleton, "skeletons/examples"));
   out << sk.file << ": skeleton \"" << sk.name << "\" is valid: " << sk.params.size() << " parameter(s), "
       << sk.groups.size() << " rank group(s), " << sk.blocks.size() << " block(s), hash " << skeletons::hash_hex(sk.hash)
@@ -153,13 +154,7 @@ int cmd_platform(const std::vector<std::string>& args, std::ostream& out) {
   desc.add_options()("help,h", "this help")("machine", po::value(&machine)->required(), "ipsc860, paragon, t3e or fattree")
       ("nodes", po::value(&nodes)->required(), "number of compute nodes")
       ("output,o", po::value(&output)->required(), "platform XML to write");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  if (vm.count("help")) {
-    out << desc;
-    return EXIT_OK;
-  }
-  po::notify(vm);
+  if (!parse_options(args, desc, out)) return EXIT_OK;
   platforms::PlatformSpec spec;
   try {
     spec = platforms::preset_for(machine, nodes);

@@ -110,15 +110,19 @@ class ReplayContext final : public P2PLayer {
     block_time_.assign(sk_.blocks.size(), 0.0);
     block_bytes_.assign(sk_.blocks.size(), 0.0);
     // Phase labels, sorted, and each block's phase index.
+    // Phases are reported for blocks that spend time themselves; loops and branches only contain others.
+    auto is_leaf = [](const BlockInfo& b) { return b.op != "loop" && b.op != "if"; };
     std::vector<std::string> labels;
-    for (const auto& b : sk_.blocks) labels.push_back(b.phase);
+    for (const auto& b : sk_.blocks)
+      if (is_leaf(b)) labels.push_back(b.phase);
     std::sort(labels.begin(), labels.end());
     labels.erase(std::unique(labels.begin(), labels.end()), labels.end());
     phase_names_ = labels;
     phase_.assign(labels.size(), results::PhaseTotals{});
     for (std::size_t i = 0; i < labels.size(); ++i) phase_[i].phase = labels[i];
     for (const auto& b : sk_.blocks)
-      block_phase_.push_back(static_cast<int>(std::lower_bound(labels.begin(), labels.end(), b.phase) - labels.begin()));
+      block_phase_.push_back(is_leaf(b) ? static_cast<int>(std::lower_bound(labels.begin(), labels.end(), b.phase) - labels.begin())
+                                        : -1);
     active_ = P;
   }
 
@@ -160,6 +164,21 @@ class ReplayContext final : public P2PLayer {
   }
 
   std::string error() const { return error_; }
+
+  /** @brief Messages sent but never received by the end of the run ("" when none): MPI would leak them. */
+  std::string unmatched_messages() const {
+    std::ostringstream msg;
+    std::size_t count = 0;
+    for (int r = 0; r < P_; ++r) {
+      for (const ReqPtr& q : ranks_[r].unexpected) {
+        if (count++ < 16)
+          msg << "\n  rank " << q->owner << " -> rank " << r << ": tag " << q->tag << ", " << fmt(q->size) << " bytes, block "
+              << block_id(q->block) << (q->eager ? "" : " (rendezvous: the sender is still blocked)");
+      }
+    }
+    if (count == 0) return "";
+    return std::to_string(count) + " message(s) sent but never received:" + msg.str() + (count > 16 ? "\n  ..." : "");
+  }
   bool deadlocked() const { return deadlocked_; }
 
   results::RunResult collect() const {
@@ -399,19 +418,24 @@ class ReplayContext final : public P2PLayer {
   }
 
  private:
+  static ReqPtr make_request(bool is_send, int owner, int peer, int tag, std::uint8_t ctx, double size, int block) {
+    auto req = std::make_shared<Request>();
+    req->is_send = is_send;
+    req->owner = owner;
+    req->peer = peer;
+    req->tag = tag;
+    req->ctx = ctx;
+    req->size = size;
+    req->block = block;
+    return req;
+  }
+
   ReqPtr post_send(int me, int dst, int tag, std::uint8_t ctx, double size, int block) {
     check_abort();
     RankState& rs = ranks_[me];
     if (m_.send_overhead_s > 0) sg4::this_actor::sleep_for(m_.send_overhead_s);
     check_abort();
-    auto req = std::make_shared<Request>();
-    req->is_send = true;
-    req->owner = me;
-    req->peer = dst;
-    req->tag = tag;
-    req->ctx = ctx;
-    req->size = size;
-    req->block = block;
+    ReqPtr req = make_request(true, me, dst, tag, ctx, size, block);
     req->eager = size <= m_.eager_threshold_bytes;
     rs.times.messages_sent++;
     rs.times.bytes_sent += static_cast<std::uint64_t>(size);
@@ -432,13 +456,7 @@ class ReplayContext final : public P2PLayer {
   ReqPtr post_recv(int me, int src, int tag, std::uint8_t ctx, double size, int block) {
     check_abort();
     RankState& rs = ranks_[me];
-    auto req = std::make_shared<Request>();
-    req->owner = me;
-    req->peer = src;
-    req->tag = tag;
-    req->ctx = ctx;
-    req->size = size;
-    req->block = block;
+    ReqPtr req = make_request(false, me, src, tag, ctx, size, block);
     auto it = std::find_if(rs.unexpected.begin(), rs.unexpected.end(), [&](const ReqPtr& q) { return matches(*req, *q); });
     if (it != rs.unexpected.end()) {
       ReqPtr send = *it;
@@ -645,6 +663,9 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
   std::vector<std::string> args = {"mksim", "--log=root.thresh:warning", "--log=xbt_cfg.thresh:warning"};
   std::vector<std::string> config = default_simgrid_config();
   if (opt.P > 16384) config.push_back("contexts/guard-size:0");  // vm.max_map_count (DESIGN.md)
+#ifdef MKSIM_THREAD_CONTEXTS
+  config.push_back("contexts/factory:thread");  // sanitizer builds: ASan cannot follow SimGrid's raw context switches
+#endif
   for (const auto& c : opt.simgrid_config) config.push_back(c);
   for (const auto& c : config) args.push_back("--cfg=" + c);
   std::vector<char*> argv;
@@ -680,6 +701,7 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
 
   if (ctx.deadlocked()) throw DeadlockError(sk.file + ": " + ctx.error());
   if (!ctx.error().empty()) throw ReplayError(ctx.error());
+  if (std::string lost = ctx.unmatched_messages(); !lost.empty()) throw ReplayError(sk.file + ": " + lost);
 
   results::RunResult res = ctx.collect();
   auto& a = res.attributes;

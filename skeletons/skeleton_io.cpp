@@ -98,7 +98,7 @@ class Reader {
         if (!progs[i].contains("ranks")) fail(at, "missing \"ranks\" (a condition on rank and P)");
         g.ranks = expr(progs[i]["ranks"], at + "/ranks");
         if (!progs[i].contains("body")) fail(at, "missing \"body\"");
-        g.body = read_body(progs[i]["body"], at + "/body", opt_string(progs[i], "phase", ""));
+        g.body = read_body(progs[i]["body"], at + "/body", opt_string(progs[i], "phase", "", at));
         sk_.groups.push_back(std::move(g));
       }
     }
@@ -111,20 +111,25 @@ class Reader {
   void expect_object(const Json& j, const std::string& at) const {
     if (!j.is_object()) fail(at, "expected an object, got " + j.dump());
   }
-  void allowed(const Json& j, const std::string& at, std::initializer_list<const char*> keys) const {
+  void allowed(const Json& j, const std::string& at, std::initializer_list<const char*> keys, const std::string& what = "") const {
+    allowed(j, at, std::vector<const char*>(keys), what);
+  }
+  /** @brief Every field of j must be one of keys; `what` says where ("for op \"send\"") in the message. */
+  void allowed(const Json& j, const std::string& at, const std::vector<const char*>& keys, const std::string& what = "") const {
     for (auto it = j.begin(); it != j.end(); ++it) {
       bool ok = false;
       for (const char* k : keys) ok = ok || it.key() == k;
       if (!ok) {
         std::string list;
         for (const char* k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
-        fail(at + "/" + it.key(), "unknown field \"" + it.key() + "\" (allowed here: " + list + ")");
+        fail(at + "/" + it.key(), "unknown field \"" + it.key() + "\"" + (what.empty() ? "" : " " + what) +
+                                      " (allowed" + (what.empty() ? " here" : "") + ": " + list + ")");
       }
     }
   }
-  std::string opt_string(const Json& j, const char* key, const std::string& def) const {
+  std::string opt_string(const Json& j, const char* key, const std::string& def, const std::string& at = "") const {
     if (!j.contains(key)) return def;
-    if (!j[key].is_string()) fail(std::string("/") + key, "must be a string");
+    if (!j[key].is_string()) fail(at + "/" + key, "must be a string, got " + j[key].dump());
     return j[key].get<std::string>();
   }
   void check_name(const std::string& name, const std::string& at) const {
@@ -171,7 +176,8 @@ class Reader {
           if (!v["default"].is_number()) fail(at + "/default", "must be a number");
           p.default_value = v["default"].get<double>();
         }
-        if (v.contains("doc")) p.doc = v["doc"].get<std::string>();
+        p.doc = opt_string(v, "doc", "", at);
+        opt_string(v, "unit", "", at);
       } else if (!v.is_null()) {
         fail(at, "a parameter is a number (its default), null (required) or {\"default\":..,\"doc\":..}");
       }
@@ -210,9 +216,11 @@ class Reader {
     Block b;
     b.index = static_cast<int>(sk_.blocks.size());
     BlockInfo info;
-    info.id = j.contains("id") ? j["id"].get<std::string>() : at;
+    info.id = opt_string(j, "id", at, at);
+    if (j.contains("id") && !ids_.insert(info.id).second) fail(at + "/id", "block id \"" + info.id + "\" is used twice");
     info.op = op;
-    info.phase = j.contains("phase") ? j["phase"].get<std::string>() : inherited_phase;
+    info.phase = opt_string(j, "phase", inherited_phase, at);
+    opt_string(j, "doc", "", at);
     sk_.blocks.push_back(info);  // reserve the index before children
     const std::string& phase = info.phase;
     auto common = [](std::initializer_list<const char*> extra) {
@@ -220,17 +228,7 @@ class Reader {
       v.insert(v.end(), extra.begin(), extra.end());
       return v;
     };
-    auto check_keys = [&](const std::vector<const char*>& keys) {
-      for (auto it = j.begin(); it != j.end(); ++it) {
-        bool ok = false;
-        for (const char* k : keys) ok = ok || it.key() == k;
-        if (!ok) {
-          std::string list;
-          for (const char* k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
-          fail(at + "/" + it.key(), "unknown field \"" + it.key() + "\" for op \"" + op + "\" (allowed: " + list + ")");
-        }
-      }
-    };
+    auto check_keys = [&](const std::vector<const char*>& keys) { allowed(j, at, keys, "for op \"" + op + "\""); };
     auto need = [&](const char* key) -> const Json& {
       if (!j.contains(key)) fail(at, "op \"" + op + "\" needs \"" + key + "\"");
       return j[key];
@@ -328,6 +326,7 @@ class Reader {
   std::string file_;
   Skeleton& sk_;
   std::set<std::string> loop_vars_;
+  std::set<std::string> ids_;
   std::set<std::string> active_loop_vars_;
 };
 

@@ -171,6 +171,19 @@ TEST(Replay, UnwaitedRequestIsAnError) {
   EXPECT_THROW(run(s, 2), ReplayError);
 }
 
+TEST(Replay, MessageNeverReceivedIsAnError) {
+  auto s = sk(R"J("programs":[{"ranks":"rank == 0","body":[{"op":"send","id":"orphan","peer":1,"size":64,"tag":9}]},
+                              {"ranks":"1","body":[]}]})J");
+  try {
+    run(s, 2);
+    FAIL();
+  } catch (const ReplayError& e) {
+    EXPECT_NE(std::string(e.what()).find("1 message(s) sent but never received:\n  rank 0 -> rank 1: tag 9, 64 bytes, block orphan"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Replay, TruncatedMessageIsAnError) {
   auto s = sk(R"J("programs":[{"ranks":"rank == 0","body":[{"op":"send","peer":1,"size":100}]},
                               {"ranks":"1","body":[{"op":"recv","peer":0,"size":10}]}]})J");

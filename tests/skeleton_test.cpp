@@ -83,6 +83,21 @@ TEST(Skeleton, BadInputsNameFileAndPlace) {
             std::string::npos);
 }
 
+TEST(Skeleton, WrongTypesAndDuplicateIdsAreSkeletonErrors) {
+  EXPECT_NE(error_of(wrap(R"([{"op":"compute","seconds":1,"id":7}])")).find("t.json: /body/0/id: must be a string"),
+            std::string::npos);
+  EXPECT_NE(error_of(wrap(R"([{"op":"compute","seconds":1,"phase":["a"]}])")).find("/body/0/phase: must be a string"),
+            std::string::npos);
+  EXPECT_NE(error_of(wrap("[]", R"("params":{"N":{"default":1,"doc":3}},)")).find("/params/N/doc: must be a string"),
+            std::string::npos);
+  EXPECT_NE(error_of(wrap(R"([{"op":"compute","seconds":1,"id":"a"},{"op":"compute","seconds":1,"id":"a"}])"))
+                .find("/body/1/id: block id \"a\" is used twice"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"format":"mksim-skeleton","version":1,"programs":[{"ranks":1,"phase":2,"body":[]}]})")
+                .find("/programs/0/phase: must be a string"),
+            std::string::npos);
+}
+
 TEST(Skeleton, TruncatedFileGivesByteOffset) {
   std::string good = wrap(R"([{"op":"compute","seconds":1}])");
   std::string m = error_of(good.substr(0, good.size() / 2));
