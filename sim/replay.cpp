@@ -50,8 +50,9 @@ struct Request {
   int block = -1;        // skeleton block that posted it
   double size = 0;       // bytes
   double match_time = 0; // when the partner arrived (the transfer started)
-  bool launching = false; // a rank is inside sendto_async for this send
-  sg4::CommPtr comm;
+  bool launching = false; // a rank is posting this send's transfer
+  sg4::Mailbox* box = nullptr;  // private mailbox of this transfer (from a pool), while it runs
+  void* landing = nullptr;      // where SimGrid "copies" the payload pointer at the receiver
   std::shared_ptr<Request> matched_recv;  // for sends: the receive that matched it
 };
 using ReqPtr = std::shared_ptr<Request>;
@@ -65,6 +66,12 @@ struct TimelineRow {
   const char* kind;
   double start;
   double end;
+};
+
+/** @brief A side of a transfer that a rank must post from its host (its partner started the transfer). */
+struct TransferJob {
+  ReqPtr send;
+  bool put;  // true: the sending side, false: the receiving side
 };
 
 struct RankState {
@@ -81,6 +88,10 @@ struct RankState {
   bool finished = false;
   int coll_seq = 0;
   results::RankTimes times;
+  // SimGrid comm handles this rank's actor posted, kept until their transfer is done and waited for.
+  std::vector<std::pair<sg4::CommPtr, ReqPtr>> handles;
+  std::vector<TransferJob> jobs;  // transfer sides to post from this rank's host, served before it blocks
+  bool sleeping = false;          // in an interruptible sleep (compute, overheads)
 };
 
 /** @brief Time split of one MPI operation. */
@@ -124,11 +135,11 @@ class ReplayContext final : public P2PLayer {
       block_phase_.push_back(is_leaf(b) ? static_cast<int>(std::lower_bound(labels.begin(), labels.end(), b.phase) - labels.begin())
                                         : -1);
     active_ = P;
+    for (auto& rs : ranks_) rs.sem = sg4::Semaphore::create(0);  // before any rank runs: others may poke it
   }
 
   void run_rank(int r) {
     RankState& rs = ranks_[r];
-    rs.sem = sg4::Semaphore::create(0);
     try {
       int g = select_group(sk_, rs.frame);
       if (g < 0) throw ReplayError("no rank group matches rank " + std::to_string(r));
@@ -145,9 +156,13 @@ class ReplayContext final : public P2PLayer {
     }
     rs.finished = true;
     rs.times.finish_s = sg4::Engine::get_clock();
-    rs.sem = nullptr;
     --active_;
     check_deadlock();
+    // Transfers this actor posted must end before it does (SimGrid cancels an exiting actor's comms);
+    // this happens after finish_s, as MPI_Finalize would.
+    if (!aborting_)
+      for (auto& h : rs.handles) h.first->wait();
+    rs.handles.clear();
   }
 
   // ---- P2PLayer, used by collectives too ----
@@ -268,7 +283,7 @@ class ReplayContext final : public P2PLayer {
     if (!(v >= 0) || !std::isfinite(v)) throw ReplayError(where(r, b.index) + "compute amount \"" + c.amount.text() + "\" is " + fmt(v));
     double seconds = c.in_flops ? v / rs.host->get_speed() : v;
     double t0 = sg4::Engine::get_clock();
-    if (seconds > 0) sg4::this_actor::sleep_for(seconds);
+    sleep_serving(r, seconds);
     double dt = sg4::Engine::get_clock() - t0;
     rs.times.compute_s += dt;
     phase_[block_phase_[b.index]].compute_s += dt;
@@ -358,24 +373,56 @@ class ReplayContext final : public P2PLayer {
   // Any SimGrid call (sendto_async, sleep, semaphore release) may let other ranks run before it returns, so
   // the queues are updated before such a call and never left half-done across one.
 
-  /** @brief Starts the data transfer of a send, then binds the receive matched to it meanwhile, if any.
-   *  Nobody waits on the SimGrid comm: its end is reported by transfer_finished() (see replay()). */
-  void launch(const ReqPtr& send) {
-    finished_.clear();  // SimGrid has run post() on them since: releasing their comms is safe now
+  /** @brief Starts the data transfer of a send at the current time, from the rank `launcher` (its sender, or
+   *  its receiver for a rendezvous), then binds the receive matched to it meanwhile, if any. The transfer is
+   *  a SimGrid mailbox comm on a private mailbox: the launcher posts its side now, the partner posts the other
+   *  from its own host before it next blocks or while it sleeps (serve_jobs), at the same simulated time.
+   *  (SimGrid's host-to-host comms are detached, and in SimGrid 3.32 the end of each detached comm scans a
+   *  list of all of them: quadratic at scale.) Nobody waits for the end: transfer_finished() reports it. */
+  void launch(const ReqPtr& send, int launcher) {
+    finished_.clear();  // SimGrid has run post() on them since: releasing them is safe now
     send->launching = true;
-    const double now = sg4::Engine::get_clock();
-    sg4::CommPtr comm = sg4::Comm::sendto_async(ranks_[send->owner].host, ranks_[send->peer].host,
-                                                static_cast<std::uint64_t>(send->size));
-    const void* key = comm->get_impl();
-    send->comm = std::move(comm);
-    send->match_time = now;
+    send->match_time = sg4::Engine::get_clock();
+    ++inflight_;
+    send->box = acquire_box();
+    const bool launcher_sends = launcher == send->owner;
+    const int other = launcher_sends ? send->peer : send->owner;
+    ranks_[other].jobs.push_back(TransferJob{send, !launcher_sends});
+    poke(other);
+    auto& own = ranks_[launcher].handles;
+    own.emplace_back(post_side(send, launcher_sends), send);
+    if (own.size() > 64) retire(own);  // a rank that only sends (eager) and computes never waits
     send->started = true;
     send->launching = false;
-    ++inflight_;
-    if (finished_early_.erase(key)) finish(*send);
-    else transfers_.emplace(key, send);
     wake(send->owner);
     if (send->matched_recv) bind(*send, *send->matched_recv);
+  }
+
+  /** @brief Posts one side of a send's transfer on its mailbox from the calling actor. */
+  sg4::CommPtr post_side(const ReqPtr& send, bool put) {
+    sg4::CommPtr c = put ? send->box->put_async(send.get(), static_cast<std::uint64_t>(send->size))
+                         : send->box->get_async<void>(&send->landing);
+    const void* key = c->get_impl();
+    if (finished_early_.erase(key)) finish_transfer(key, *send);
+    else transfers_.try_emplace(key, send);
+    return c;
+  }
+
+  /** @brief Waits for (and so releases) the handles whose transfer is over; keeps the others. */
+  static void retire(std::vector<std::pair<sg4::CommPtr, ReqPtr>>& handles) {
+    std::size_t kept = 0;
+    for (auto& h : handles) {
+      if (h.second->done) h.first->wait();  // returns at once; drops the comm from this actor's list
+      else handles[kept++] = std::move(h);
+    }
+    handles.resize(kept);
+  }
+
+  sg4::Mailbox* acquire_box() {
+    if (free_boxes_.empty()) return sg4::Mailbox::by_name("mksim-transfer-" + std::to_string(boxes_created_++));
+    sg4::Mailbox* b = free_boxes_.back();
+    free_boxes_.pop_back();
+    return b;
   }
 
   /** @brief Gives a matched receive the transfer of its send. */
@@ -394,6 +441,8 @@ class ReplayContext final : public P2PLayer {
   void finish(Request& send) {
     send.done = true;
     --inflight_;
+    free_boxes_.push_back(send.box);  // both sides were posted: the mailbox is empty again
+    send.box = nullptr;
     wake(send.owner);
     if (send.matched_recv) {
       send.matched_recv->done = true;
@@ -401,17 +450,21 @@ class ReplayContext final : public P2PLayer {
     }
   }
 
+  void finish_transfer(const void* key, Request& send) {
+    transfers_.erase(key);
+    finish(send);
+  }
+
  public:
   /** @brief Called by SimGrid (maestro) when a network action changes state. */
   void transfer_finished(const void* key) {
     auto it = transfers_.find(key);
-    if (it == transfers_.end()) {  // finished inside sendto_async, before launch() could register it
+    if (it == transfers_.end() || !it->second) {  // ended before its sides registered it (zero-time transfer)
       finished_early_.insert(key);
       return;
     }
-    ReqPtr send = std::move(it->second);
-    transfers_.erase(it);
-    finish(*send);
+    ReqPtr send = it->second;
+    finish_transfer(key, *send);
     // SimGrid still calls post() on this comm after the signal: keep it alive until a rank runs again.
     finished_.push_back(std::move(send));
     check_deadlock();  // an eager message nobody receives may have been the last thing running
@@ -433,7 +486,7 @@ class ReplayContext final : public P2PLayer {
   ReqPtr post_send(int me, int dst, int tag, std::uint8_t ctx, double size, int block) {
     check_abort();
     RankState& rs = ranks_[me];
-    if (m_.send_overhead_s > 0) sg4::this_actor::sleep_for(m_.send_overhead_s);
+    sleep_serving(me, m_.send_overhead_s);
     check_abort();
     ReqPtr req = make_request(true, me, dst, tag, ctx, size, block);
     req->eager = size <= m_.eager_threshold_bytes;
@@ -444,11 +497,12 @@ class ReplayContext final : public P2PLayer {
     if (it != ds.posted.end()) {
       req->matched_recv = *it;
       ds.posted.erase(it);
-      launch(req);
+      launch(req, me);
     } else {
       ds.unexpected.push_back(req);
       // Eager: the data leave now and wait at the receiver. Rendezvous: they leave when a receive matches.
-      if (req->eager) launch(req);
+      // A rank that has finished its program receives nothing more: the message stays unmatched (reported).
+      if (req->eager && !ds.finished) launch(req, me);
     }
     return req;
   }
@@ -463,7 +517,7 @@ class ReplayContext final : public P2PLayer {
       rs.unexpected.erase(it);
       send->matched_recv = req;
       if (send->started) bind(*send, *req);
-      else if (!send->launching) launch(send);  // rendezvous: the receive starts the transfer
+      else if (!send->launching) launch(send, me);  // rendezvous: the receive starts the transfer
       // else: an eager launch is under way in the sender and will bind this receive when it returns
     } else {
       rs.posted.push_back(req);
@@ -477,6 +531,8 @@ class ReplayContext final : public P2PLayer {
     const double t0 = sg4::Engine::get_clock();
     while (!(req->done || (req->is_send && req->eager))) {  // an eager send is complete once posted
       check_abort();
+      serve_jobs(me);
+      if (req->done) break;
       rs.blocked = true;
       rs.waiting_for = req.get();
       --active_;
@@ -486,15 +542,54 @@ class ReplayContext final : public P2PLayer {
       check_abort();
     }
     rs.waiting_for = nullptr;
+    retire(rs.handles);
     if (!req->is_send) {
       double o = m_.recv_overhead_s + m_.per_message_overhead_s;
-      if (o > 0) sg4::this_actor::sleep_for(o);
+      sleep_serving(me, o);
     }
     const double t1 = sg4::Engine::get_clock();
     Split s;
     s.wait = std::clamp(req->match_time - t0, 0.0, t1 - t0);
     s.comm = (t1 - t0) - s.wait;
     return s;
+  }
+
+  /** @brief Rank r has a transfer side to post: interrupt its sleep or its wait (a running rank serves its
+   *  jobs before it next blocks, at the same simulated time). */
+  void poke(int r) {
+    RankState& rs = ranks_[r];
+    if (rs.sleeping) {
+      rs.sleeping = false;
+      rs.sem->release();
+    } else {
+      wake(r);
+    }
+  }
+
+  /** @brief Posts the transfer sides partners started for this rank, from its host. */
+  void serve_jobs(int r) {
+    RankState& rs = ranks_[r];
+    while (!rs.jobs.empty()) {
+      std::vector<TransferJob> jobs;
+      jobs.swap(rs.jobs);
+      for (TransferJob& job : jobs) rs.handles.emplace_back(post_side(job.send, job.put), job.send);
+    }
+  }
+
+  /** @brief Sleeps `seconds` of simulated time, interrupted (at no cost in simulated time) to serve jobs. */
+  void sleep_serving(int r, double seconds) {
+    if (!(seconds > 0)) return;
+    RankState& rs = ranks_[r];
+    const double end = sg4::Engine::get_clock() + seconds;
+    for (;;) {
+      serve_jobs(r);
+      const double left = end - sg4::Engine::get_clock();
+      if (left <= 0) return;
+      rs.sleeping = true;
+      const bool timed_out = rs.sem->acquire_timeout(left);
+      rs.sleeping = false;
+      if (timed_out) return;
+    }
   }
 
   void wake(int r) {
@@ -609,6 +704,8 @@ class ReplayContext final : public P2PLayer {
   std::unordered_map<const void*, ReqPtr> transfers_;  // SimGrid comm impl -> its send
   std::unordered_set<const void*> finished_early_;
   std::vector<ReqPtr> finished_;  // sends whose comm must outlive the current engine step
+  std::vector<sg4::Mailbox*> free_boxes_;
+  long boxes_created_ = 0;
   bool aborting_ = false;
   bool deadlocked_ = false;
   std::string error_;
