@@ -87,7 +87,7 @@ bool parse_options(const std::vector<std::string>& args, const po::options_descr
   return true;
 }
 
-int cmd_predict(const std::vector<std::string>& args, std::ostream& out) {
+int cmd_predict(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("mksim predict");
   std::string platform, skeleton, output, timeline;
   int P = 0;
@@ -111,6 +111,7 @@ int cmd_predict(const std::vector<std::string>& args, std::ostream& out) {
   opt.seed = seed;
   opt.timeline_csv = timeline;
   opt.simgrid_config = cfg;
+  opt.warnings = &err;
   if (!opt.platform_path.empty() && !fs::exists(opt.platform_path))
     throw UsageError(platform + ": no such platform file (bundled: ipsc860, paragon, t3e)");
   if (!output.empty()) {
@@ -192,11 +193,11 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       return EXIT_OK;
     }
     std::vector<std::string> rest(args.begin() + 1, args.end());
-    if (args[0] == "predict") return cmd_predict(rest, out);
+    if (args[0] == "predict") return cmd_predict(rest, out, err);
     if (args[0] == "check") return cmd_check(rest, out);
     if (args[0] == "platform") return cmd_platform(rest, out);
     if (!args[0].empty() && args[0][0] != '-') throw UsageError("unknown command \"" + args[0] + "\"");
-    return cmd_predict(args, out);
+    return cmd_predict(args, out, err);
   } catch (const po::error& e) {
     err << "mksim: " << e.what() << "\n" << USAGE;
     return EXIT_USAGE;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@ struct ReplayOptions {
   std::uint64_t seed = 1;                    ///< seed of the per-rank generators (probabilistic branches)
   std::string timeline_csv;                  ///< when not empty, write a per-rank event timeline (CSV)
   std::vector<std::string> simgrid_config;   ///< extra SimGrid settings "key:value", applied last
+  std::ostream* warnings = nullptr;          ///< where to say what may degrade the run (memory limits), or none
 };
 
 /** @brief The skeleton deadlocked at the requested P: what() lists blocked ranks and what each waits for. */
