@@ -166,13 +166,13 @@ def fmt(v, spec):
 
 
 def print_table(rows):
-    hdr = "%7s %-8s %-12s %-8s %9s %10s %11s %9s %13s %8s %8s" % (
+    hdr = "%7s %-8s %-12s %-10s %9s %10s %11s %9s %13s %8s %8s" % (
         "P", "platform", "tool", "status", "wall_s", "messages", "msgs/s", "RSS_MiB", "sim_time_s", "ratio", "speedup")
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
-        print("%7d %-8s %-12s %-8s %9s %10s %11s %9s %13s %8s %8s" % (
-            r["P"], r["platform"], r["tool"], r.get("status", "")[:8], fmt(r.get("wall_s"), ".2f"),
+        print("%7d %-8s %-12s %-10s %9s %10s %11s %9s %13s %8s %8s" % (
+            r["P"], r["platform"], r["tool"], r.get("status", "")[:10], fmt(r.get("wall_s"), ".2f"),
             fmt(r.get("messages"), "d"), fmt(r.get("msgs_per_s"), ".0f"), fmt(r.get("peak_rss_mib"), ".1f"),
             fmt(r.get("sim_time_s"), ".6g"), fmt(r.get("sim_ratio_mksim_over_smpi"), ".5f"),
             fmt(r.get("speedup_mksim_vs_smpi"), ".1f")))
@@ -197,7 +197,8 @@ def merge(a):
         w.writeheader()
         for r in rows:
             w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in FIELDS})
-    report(a, rows, [r["note"] for r in rows if r.get("status") in ("skipped", "timeout") and r.get("note")])
+    report(a, rows, ["P=%d %s %s: %s" % (r["P"], r["platform"], r["tool"], r["note"]) for r in rows
+                     if r.get("status") != "ok" and r.get("note")])
 
 
 def report(a, rows, notes):
@@ -211,6 +212,23 @@ def report(a, rows, notes):
     for n in notes:
         print("note: " + n)
     print("CSV: %s" % os.path.abspath(a.out))
+
+
+def ensure_map_count(max_P, notes):
+    """mksim keeps stack guard pages (2 mappings per rank) when vm.max_map_count allows; raise it if we can."""
+    need = 2 * max_P + 8192
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            have = int(f.read())
+    except OSError:
+        return
+    if have >= need:
+        return
+    if os.geteuid() == 0 and subprocess.run(["sysctl", "-w", "vm.max_map_count=%d" % need],
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+        notes.append("raised vm.max_map_count from %d to %d so mksim keeps stack guards at P=%d" % (have, need, max_P))
+    else:
+        notes.append("vm.max_map_count is %d < %d: mksim runs P=%d without stack guards (more memory)" % (have, need, max_P))
 
 
 def main(argv=None):
@@ -249,11 +267,12 @@ def main(argv=None):
         raise SystemExit("smpirun not found (apt package libsimgrid-dev)")
     if not have_gnu_time():
         log("/usr/bin/time missing (apt-get install -y time): peak RSS will not be reported")
+    ensure_map_count(max(sizes), notes_early := [])
     a.skeleton = os.path.abspath(a.skeleton)
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
 
     rows = []
-    notes = []
+    notes = list(notes_early)
     workdir = tempfile.mkdtemp(prefix="mksim-replay-bench-")
     try:
         for plat_name in plats:

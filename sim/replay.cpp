@@ -92,6 +92,7 @@ struct RankState {
   std::vector<std::pair<sg4::CommPtr, ReqPtr>> handles;
   std::vector<TransferJob> jobs;  // transfer sides to post from this rank's host, served before it blocks
   bool sleeping = false;          // in an interruptible sleep (compute, overheads)
+  bool completed = false;         // the actor reached its end (not killed by SimGrid)
 };
 
 /** @brief Time split of one MPI operation. */
@@ -163,6 +164,16 @@ class ReplayContext final : public P2PLayer {
     if (!aborting_)
       for (auto& h : rs.handles) h.first->wait();
     rs.handles.clear();
+    rs.completed = true;
+  }
+
+  /** @brief Ranks whose actor did not reach its end (SimGrid killed it), as "0, 5, ..."; "" when none. */
+  std::string incomplete_ranks() const {
+    std::string out;
+    int shown = 0;
+    for (int r = 0; r < P_; ++r)
+      if (!ranks_[r].completed && shown++ < 16) out += (out.empty() ? "" : ", ") + std::to_string(r);
+    return out;
   }
 
   // ---- P2PLayer, used by collectives too ----
@@ -539,6 +550,10 @@ class ReplayContext final : public P2PLayer {
       check_deadlock();
       check_abort();  // a deadlock found just now aborts this rank too
       rs.sem->acquire();
+      if (rs.blocked) {  // a release left over from an interrupted sleep, not a wake(): count ourselves back
+        rs.blocked = false;
+        ++active_;
+      }
       check_abort();
     }
     rs.waiting_for = nullptr;
@@ -819,6 +834,8 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
   if (ctx.deadlocked()) throw DeadlockError(sk.file + ": " + ctx.error());
   if (!ctx.error().empty()) throw ReplayError(ctx.error());
   if (std::string lost = ctx.unmatched_messages(); !lost.empty()) throw ReplayError(sk.file + ": " + lost);
+  if (std::string stuck = ctx.incomplete_ranks(); !stuck.empty())  // a bug of ours if it ever happens
+    throw ReplayError(sk.file + ": the simulation ended before ranks " + stuck + " did (SimGrid stopped them)");
 
   results::RunResult res = ctx.collect();
   auto& a = res.attributes;

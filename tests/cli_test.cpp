@@ -64,6 +64,15 @@ TEST(Cli, PredictsAtm2dOnParagonAndWritesHdf5) {
   EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
 }
 
+TEST(Cli, Atm2dOnTheTorusCompletesWithEveryMessage) {
+  // Regression: at P=64 ranks are interrupted in their compute sleep to post transfer sides at the very
+  // instant their sleep ends; the stale wake-up that leaves must not be mistaken for a deadlock.
+  CliRun r = cli({"--platform", src("platforms/t3e.xml"), "--P", "64", "--param", "N=1024"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // 8x8 ranks, 10 steps: 2*(8*7) neighbour pairs exchange both ways each step.
+  EXPECT_NE(r.out.find("messages          2240\n"), std::string::npos) << r.out;
+}
+
 TEST(Cli, BundledPlatformNameResolves) {
   CliRun r = cli({"--platform", "paragon", "--P", "4", "--param", "N=64", "--param", "steps=1"});
   EXPECT_EQ(r.code, 0) << r.err;
