@@ -129,7 +129,6 @@ class ReplayContext final : public P2PLayer {
       if (is_leaf(b)) labels.push_back(b.phase);
     std::sort(labels.begin(), labels.end());
     labels.erase(std::unique(labels.begin(), labels.end()), labels.end());
-    phase_names_ = labels;
     phase_.assign(labels.size(), results::PhaseTotals{});
     for (std::size_t i = 0; i < labels.size(); ++i) phase_[i].phase = labels[i];
     for (const auto& b : sk_.blocks)
@@ -709,7 +708,6 @@ class ReplayContext final : public P2PLayer {
   std::vector<std::uint64_t> block_exec_;
   std::vector<double> block_time_;
   std::vector<double> block_bytes_;
-  std::vector<std::string> phase_names_;
   std::vector<results::PhaseTotals> phase_;
   std::vector<int> block_phase_;
   std::vector<TimelineRow> timeline_;
