@@ -380,8 +380,8 @@ class ReplayContext final : public P2PLayer {
     if (aborting_) throw Aborted{};
   }
 
-  // Any SimGrid call (sendto_async, sleep, semaphore release) may let other ranks run before it returns, so
-  // the queues are updated before such a call and never left half-done across one.
+  // Any SimGrid call (posting a transfer side, sleeping, releasing a semaphore) may let other ranks run
+  // before it returns, so the queues are updated before such a call and never left half-done across one.
 
   /** @brief Starts the data transfer of a send at the current time, from the rank `launcher` (its sender, or
    *  its receiver for a rendezvous), then binds the receive matched to it meanwhile, if any. The transfer is
@@ -390,7 +390,7 @@ class ReplayContext final : public P2PLayer {
    *  (SimGrid's host-to-host comms are detached, and in SimGrid 3.32 the end of each detached comm scans a
    *  list of all of them: quadratic at scale.) Nobody waits for the end: transfer_finished() reports it. */
   void launch(const ReqPtr& send, int launcher) {
-    finished_.clear();  // SimGrid has run post() on them since: releasing them is safe now
+    finished_.clear();  // SimGrid has run post() on their transfers since: releasing them is safe now
     send->launching = true;
     send->match_time = sg4::Engine::get_clock();
     ++inflight_;
@@ -469,13 +469,14 @@ class ReplayContext final : public P2PLayer {
   /** @brief Called by SimGrid (maestro) when a network action changes state. */
   void transfer_finished(const void* key) {
     auto it = transfers_.find(key);
-    if (it == transfers_.end() || !it->second) {  // ended before its sides registered it (zero-time transfer)
+    if (it == transfers_.end() || !it->second) {  // defensive: both sides register before time can advance
       finished_early_.insert(key);
       return;
     }
     ReqPtr send = it->second;
     finish_transfer(key, *send);
-    // SimGrid still calls post() on this comm after the signal: keep it alive until a rank runs again.
+    // SimGrid's post() of this transfer, after the signal, writes the payload pointer into send->landing:
+    // keep the request alive until a rank runs again.
     finished_.push_back(std::move(send));
     check_deadlock();  // an eager message nobody receives may have been the last thing running
   }
@@ -716,7 +717,7 @@ class ReplayContext final : public P2PLayer {
   long inflight_ = 0;  // transfers started and not finished
   std::unordered_map<const void*, ReqPtr> transfers_;  // SimGrid comm impl -> its send
   std::unordered_set<const void*> finished_early_;
-  std::vector<ReqPtr> finished_;  // sends whose comm must outlive the current engine step
+  std::vector<ReqPtr> finished_;  // finished sends SimGrid still writes into (landing) this engine step
   std::vector<sg4::Mailbox*> free_boxes_;
   long boxes_created_ = 0;
   bool aborting_ = false;
