@@ -3,14 +3,14 @@
 set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config
-  libsimgrid-dev simgrid
+  libsimgrid-dev
   libhdf5-dev hdf5-tools
   libboost-program-options-dev
   libgtest-dev googletest
   nlohmann-json3-dev libeigen3-dev libginac-dev
   libopenmpi-dev openmpi-bin
   libopen-trace-format2-dev
-  python3
+  python3 time
 )
 missing=()
 for p in "${PKGS[@]}"; do
