@@ -307,7 +307,13 @@ class ReplayContext final : public P2PLayer {
     if (!(size >= 0) || !std::isfinite(size)) throw ReplayError(where(r, b.index) + "size \"" + p.size_bytes.text() + "\" is " + fmt(size));
     int peer = ANY;
     if (!p.any_source) peer = checked_rank(r, b.index, p.peer);
-    int tag = p.any_tag ? ANY : static_cast<int>(p.tag.eval(rs.frame));
+    int tag = ANY;
+    if (!p.any_tag) {
+      double t = p.tag.eval(rs.frame);
+      if (!(t >= 0 && t <= 1e9) || t != std::floor(t))  // MPI tags are non-negative integers
+        throw ReplayError(where(r, b.index) + "tag \"" + p.tag.text() + "\" = " + fmt(t) + " is not a non-negative integer");
+      tag = static_cast<int>(t);
+    }
     ReqPtr req;
     if (p.kind == P2PKind::SEND || p.kind == P2PKind::ISEND) {
       req = post_send(r, peer, tag, 0, size, b.index);

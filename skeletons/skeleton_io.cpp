@@ -440,6 +440,10 @@ void check_body(const Skeleton& sk, const Body& body, std::vector<double>& frame
             if (!(v >= 0) || !std::isfinite(v)) bad(b, "compute amount \"" + op.amount.text() + "\" = " + fmt(v) + " is negative or not finite");
           } else if constexpr (std::is_same_v<T, P2P>) {
             if (!op.any_source) check_rank(b, op.peer, op.kind == P2PKind::SEND || op.kind == P2PKind::ISEND ? "destination" : "source");
+            if (!op.any_tag) {
+              double t = op.tag.eval(frame);
+              if (!(t >= 0 && t <= 1e9) || t != std::floor(t)) bad(b, "tag \"" + op.tag.text() + "\" = " + fmt(t) + " is not a non-negative integer");
+            }
             check_size(b, op.size_bytes);
           } else if constexpr (std::is_same_v<T, Collective>) {
             check_rank(b, op.root, "root");

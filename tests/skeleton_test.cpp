@@ -109,6 +109,18 @@ TEST(Skeleton, MissingFileIsAnError) {
   EXPECT_THROW(load_skeleton("/nonexistent/x.json"), SkeletonError);
 }
 
+TEST(Skeleton, TagsMustBeNonNegativeIntegers) {
+  Skeleton sk = parse_skeleton(wrap(R"([{"op":"send","id":"s","peer":0,"size":8,"tag":"rank / 2"}])"), "t.json");
+  EXPECT_NO_THROW(check_for_run(sk, bind_parameters(sk, 1, {}), 1));  // rank 0: tag 0
+  try {
+    check_for_run(sk, bind_parameters(sk, 2, {}), 2);  // rank 1: tag 0.5
+    FAIL();
+  } catch (const SkeletonError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 1: tag \"rank / 2\" = 0.5 is not a non-negative integer"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Skeleton, ParameterBindingErrors) {
   Skeleton sk = parse_skeleton(wrap("[]", R"("params":{"N":null,"K":4},)"));
   EXPECT_THROW(bind_parameters(sk, 4, {}), SkeletonError);  // N has no default
