@@ -15,6 +15,8 @@
  * (waits are not counted; nor are the reductions that print the results afterwards).
  * time is the span of the modelled part (max end - min start of MPI_Wtime over ranks).
  */
+#include "app_common.h"
+
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,15 +91,8 @@ static void exchange(block_t *b, int dir, int peer, long *calls)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
     int P, rank;
-    MPI_Comm_size(MPI_COMM_WORLD, &P);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (argc != 3) {
-        if (rank == 0) fprintf(stderr, "usage: atm2d N steps\n");
-        MPI_Finalize();
-        return 2;
-    }
+    if (!app_init(&argc, &argv, 2, 2, "atm2d N steps", &P, &rank)) return 2;
     long N = atol(argv[1]);
     long steps = atol(argv[2]);
     int L = 0;
@@ -167,18 +162,13 @@ int main(int argc, char **argv)
     double local = 0.0;
     for (int j = 1; j <= b.ly; ++j)
         for (int i = 1; i <= b.lx; ++i) local += b.u[AT(&b, i, j)] + 2.0 * b.v[AT(&b, i, j)];
-    double sum = 0.0, tmin = 0.0, tmax = 0.0;
-    long total = 0;
+    double sum = 0.0;
     MPI_Reduce(&local, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&calls, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&t0, &tmin, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&t1, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         printf("atm2d: N=%ld steps=%ld P=%d Px=%d Py=%d\n", N, steps, P, Px, Py);
         printf("result: %.15g\n", sum);
-        printf("mpi_calls: %ld\n", total);
-        printf("time: %.9g\n", tmax - tmin);
     }
+    app_report(calls, t0, t1, rank);
     free(b.u); free(b.v); free(un); free(vn); free(b.sbuf); free(b.rbuf);
     MPI_Finalize();
     return 0;

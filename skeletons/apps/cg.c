@@ -15,6 +15,8 @@
  * mpi_calls counts MPI_Isend/Irecv and collective calls of all ranks in the modelled part (waits are
  * not counted, nor the reductions that print the results afterwards).
  */
+#include "app_common.h"
+
 #include <mpi.h>
 #include <math.h>
 #include <stdio.h>
@@ -73,15 +75,8 @@ static double allreduce_sum(double v, long *calls)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
     int P, rank;
-    MPI_Comm_size(MPI_COMM_WORLD, &P);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (argc != 3) {
-        if (rank == 0) fprintf(stderr, "usage: cg N iters   (N a perfect square)\n");
-        MPI_Finalize();
-        return 2;
-    }
+    if (!app_init(&argc, &argv, 2, 2, "cg N iters   (N a perfect square)", &P, &rank)) return 2;
     long N = atol(argv[1]), iters = atol(argv[2]);
     long nx = (long)floor(sqrt((double)N) + 0.5);
     if (N < 1 || nx * nx != N || iters < 0 || (P > 1 && N / P < nx)) {
@@ -143,19 +138,14 @@ int main(int argc, char **argv)
 
     double local = 0.0;
     for (long k = 0; k < rows; ++k) local += x[nx + k];
-    double sum = 0.0, tmin = 0.0, tmax = 0.0;
-    long total = 0;
+    double sum = 0.0;
     MPI_Reduce(&local, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&calls, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&t0, &tmin, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&t1, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         printf("cg: N=%ld nx=%ld iters=%ld P=%d\n", N, nx, iters, P);
         printf("result: %.15g\n", sum);
         printf("residual: %.6g\n", rr0 > 0 ? sqrt(rr / rr0) : 0.0);
-        printf("mpi_calls: %ld\n", total);
-        printf("time: %.9g\n", tmax - tmin);
     }
+    app_report(calls, t0, t1, rank);
     free(x); free(p); free(r); free(q);
     MPI_Finalize();
     return 0;

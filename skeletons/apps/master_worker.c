@@ -21,6 +21,8 @@
  * prints on rank 0: result: <checksum>, long_tasks: <n>, mpi_calls: <n>, time: <s>
  * mpi_calls counts MPI_Send/Recv/Isend and collective calls of all ranks in the modelled part.
  */
+#include "app_common.h"
+
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -75,15 +77,9 @@ static void merge(const uint64_t *res, long nr, uint64_t *checksum, long *nlong)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
     int P, rank;
-    MPI_Comm_size(MPI_COMM_WORLD, &P);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (argc < 3 || argc > 7) {
-        if (rank == 0) fprintf(stderr, "usage: master_worker tasks seed [depth [p_long [task_bytes [result_bytes]]]]\n");
-        MPI_Finalize();
+    if (!app_init(&argc, &argv, 2, 6, "master_worker tasks seed [depth [p_long [task_bytes [result_bytes]]]]", &P, &rank))
         return 2;
-    }
     long tasks = atol(argv[1]);
     uint64_t seed = (uint64_t)strtoull(argv[2], NULL, 10);
     long depth = argc > 3 ? atol(argv[3]) : 2;
@@ -172,19 +168,13 @@ int main(int argc, char **argv)
         free(task); free(res); free(rreq);
     }
 
-    double tmin = 0.0, tmax = 0.0;
-    long total = 0;
-    MPI_Reduce(&calls, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&t0, &tmin, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&t1, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         printf("master_worker: tasks=%ld seed=%llu depth=%ld p_long=%g task_bytes=%ld result_bytes=%ld P=%d\n",
                tasks, (unsigned long long)seed, depth, p_long, task_bytes, result_bytes, P);
         printf("result: %llu\n", (unsigned long long)checksum);
         printf("long_tasks: %ld\n", nlong);
-        printf("mpi_calls: %ld\n", total);
-        printf("time: %.9g\n", tmax - tmin);
     }
+    app_report(calls, t0, t1, rank);
     MPI_Finalize();
     return 0;
 }

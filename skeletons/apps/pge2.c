@@ -15,28 +15,19 @@
  * prints on rank 0: result: <the same checksum as pge1>, max_residual, mpi_calls: <n>, time: <s>
  * mpi_calls counts MPI_Send/Recv/Isend and collective calls of all ranks in the modelled part.
  */
+#include "app_common.h"
+#include "pge_systems.h"
+
 #include <mpi.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-/* the systems of pge1: a x[i-1] + b x[i] + c x[i+1] = d */
-static double coef_a(long s, long i, long N) { (void)s; (void)N; return i == 0 ? 0.0 : -1.0; }
-static double coef_b(long s, long i, long N) { (void)N; return 2.5 + 0.5 * (double)((s + i) % 3); }
-static double coef_c(long s, long i, long N) { (void)s; return i == N - 1 ? 0.0 : -1.0; }
-static double coef_d(long s, long i, long N) { (void)N; return (double)((s * 7 + i * 13) % 23) / 23.0 - 0.4; }
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
     int P, rank;
-    MPI_Comm_size(MPI_COMM_WORLD, &P);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (argc != 4) {
-        if (rank == 0) fprintf(stderr, "usage: pge2 N M K   (P even)\n");
-        MPI_Finalize();
-        return 2;
-    }
+    if (!app_init(&argc, &argv, 3, 3, "pge2 N M K   (P even)", &P, &rank)) return 2;
     long N = atol(argv[1]), M = atol(argv[2]), K = atol(argv[3]);
     if (P % 2 != 0 || N < P || M < 1 || K < 1) {
         if (rank == 0) fprintf(stderr, "pge2: need P even (P=%d), N >= P, M >= 1, K >= 1\n", P);
@@ -186,30 +177,16 @@ int main(int argc, char **argv)
     double t1 = MPI_Wtime();
 
     double local = 0.0, res = 0.0;
-    for (long s = 0; s < M; ++s)
-        for (long j = 0; j < cols; ++j) {
-            long i = c0 + j;
-            local += x[IDX(s, j)] * (double)(1 + (s + 3 * i) % 5);
-            if (j > 0 && j < cols - 1) {
-                double r = coef_a(s, i, N) * x[IDX(s, j - 1)] + coef_b(s, i, N) * x[IDX(s, j)] +
-                           coef_c(s, i, N) * x[IDX(s, j + 1)] - coef_d(s, i, N);
-                if (fabs(r) > res) res = fabs(r);
-            }
-        }
-    double sum = 0.0, maxres = 0.0, tmin = 0.0, tmax = 0.0;
-    long total = 0;
+    pge_check(x, M, N, c0, cols, &local, &res);
+    double sum = 0.0, maxres = 0.0;
     MPI_Reduce(&local, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Reduce(&res, &maxres, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&calls, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&t0, &tmin, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&t1, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         printf("pge2: N=%ld M=%ld K=%ld P=%d nb=%ld\n", N, M, K, P, nb);
         printf("result: %.15g\n", sum);
         printf("max_residual: %.3g\n", maxres);
-        printf("mpi_calls: %ld\n", total);
-        printf("time: %.9g\n", tmax - tmin);
     }
+    app_report(calls, t0, t1, rank);
     free(e1); free(e2); free(x); free(buf); free(mine); free(theirs);
     MPI_Finalize();
     return 0;
