@@ -3,7 +3,7 @@
 # skeletons/apps/CMakeLists.txt:
 #   apps_test.sh openmpi  APP APPS_DIR SMPI_DIR SOURCE_DIR MKSIM   # OpenMPI at P = 1, 2, 4
 #   apps_test.sh smpi     APP APPS_DIR SMPI_DIR SOURCE_DIR MKSIM   # SMPI at P = 16 on platforms/t3e.xml
-#   apps_test.sh validate atm2d APPS_DIR SMPI_DIR SOURCE_DIR MKSIM # SMPI vs mksim on platforms/paragon.xml
+#   apps_test.sh validate APP  APPS_DIR SMPI_DIR SOURCE_DIR MKSIM  # SMPI vs mksim (atm2d, pge1, pge2, cg)
 # Each run must print the known `result:` and the `mpi_calls:` given by the formula derived from the
 # app's skeleton (skeletons/examples/APP.json), written next to each case below.
 set -u
@@ -110,46 +110,66 @@ smpi)
         { bad "$app under SMPI exited non-zero"; sed 's/^/  | /' "$out"; }
     check_run "smpi $app P=16" "$out" "$WANT" "$TOL" "$(calls 16)" ;;
 validate)
-    [ "$app" = atm2d ] || { say "validate: atm2d only"; exit 2; }
-    plat="$src/platforms/paragon.xml"
-    # the platform's MPI overheads and eager threshold mapped as bench/replay_throughput.py smpi_cfg()
-    prop() { sed -n "s/.*<prop id=\"$1\" value=\"\([^\"]*\)\".*/\1/p" "$plat" | head -1; }
-    s=$(prop mksim.send_overhead_s); r=$(prop mksim.recv_overhead_s); o=$(prop mksim.per_message_overhead_s)
-    eager=$(prop mksim.eager_threshold_bytes)
-    r=$(awk -v a="${r:-0}" -v b="${o:-0}" 'BEGIN { printf "%.10g", a + b }')
-    eager=${eager:-65536}
-    detached=$((eager + 1 > 65536 ? eager + 1 : 65536))
-    CFG=(--cfg=network/model:CM02 --cfg=network/crosstraffic:0 --cfg=network/latency-factor:1
-         --cfg=network/bandwidth-factor:1 --cfg=network/weight-S:0 --cfg=network/TCP-gamma:0
-         --cfg=smpi/simulate-computation:no --cfg=smpi/display-timing:yes
-         --cfg=smpi/os:0:${s:-0}:0 --cfg=smpi/ois:0:${s:-0}:0 --cfg=smpi/or:0:$r:0
-         --cfg=smpi/async-small-thresh:$((eager + 1)) --cfg=smpi/send-is-detached-thresh:$detached)
-    # N=1024: 4 KiB halo messages (eager); N=2048: 8 KiB (= the threshold, still eager);
-    # N=4096: 16 KiB (rendezvous on the Paragon's 8192-byte threshold)
-    for case_ in "1024 10" "2048 10" "4096 4"; do
-        set -- $case_
-        N=$1 steps=$2
-        out="$work/atm2d-validate-$N.txt"
-        run_smpi 16 "$plat" "$out" "${CFG[@]}" -- "$N" "$steps" ||
-            { bad "atm2d N=$N under SMPI exited non-zero"; sed 's/^/  | /' "$out"; continue; }
+    # The real program under SMPI against mksim replaying its skeleton on the same platform file, with
+    # computation off on both sides (SMPI: simulate-computation:no; mksim: flops parameters 0, or a copy of
+    # the platform whose nodes are infinitely fast where the skeleton has fixed flop counts), and the
+    # platform's MPI overheads and eager threshold mapped as bench/replay_throughput.py smpi_cfg() does.
+    # SMPI's allreduce is set to recursive doubling, the algorithm mksim uses (its default differs).
+    # compare_to_mksim PLATFORM LABEL "APP ARGS" "MKSIM --param ..." EXPECTED_CALLS
+    compare_to_mksim() {
+        local plat=$1 label=$2 app_args=$3 mk_params=$4 want_calls=$5
+        prop() { sed -n "s/.*<prop id=\"$1\" value=\"\([^\"]*\)\".*/\1/p" "$plat" | head -1; }
+        local s r o eager detached
+        s=$(prop mksim.send_overhead_s); r=$(prop mksim.recv_overhead_s); o=$(prop mksim.per_message_overhead_s)
+        eager=$(prop mksim.eager_threshold_bytes)
+        r=$(awk -v a="${r:-0}" -v b="${o:-0}" 'BEGIN { printf "%.10g", a + b }')
+        eager=${eager:-65536}
+        detached=$((eager + 1 > 65536 ? eager + 1 : 65536))
+        local CFG=(--cfg=network/model:CM02 --cfg=network/crosstraffic:0 --cfg=network/latency-factor:1
+             --cfg=network/bandwidth-factor:1 --cfg=network/weight-S:0 --cfg=network/TCP-gamma:0
+             --cfg=smpi/simulate-computation:no --cfg=smpi/display-timing:yes --cfg=smpi/allreduce:rdb
+             --cfg=smpi/os:0:${s:-0}:0 --cfg=smpi/ois:0:${s:-0}:0 --cfg=smpi/or:0:$r:0
+             --cfg=smpi/async-small-thresh:$((eager + 1)) --cfg=smpi/send-is-detached-thresh:$detached)
+        local out="$work/validate-$label.txt" mout="$work/mksim-$label.txt"
+        # shellcheck disable=SC2086
+        run_smpi 16 "$plat" "$out" "${CFG[@]}" -- $app_args ||
+            { bad "$label under SMPI exited non-zero"; sed 's/^/  | /' "$out"; return; }
+        local t_smpi t_mksim gap
         t_smpi=$(field time "$out")
-        t_total=$(sed -n 's/.*Simulated time: \([^ ]*\) seconds.*/\1/p' "$out" | head -1)
-        want_calls=$((steps * 96))   # P=16: Px=Py=4, 2*48 calls per step
-        [ "$(field mpi_calls "$out")" = "$want_calls" ] || bad "atm2d N=$N mpi_calls $(field mpi_calls "$out"), expected $want_calls"
-        mout="$work/mksim-$N.txt"
-        "$mksim" --platform "$plat" --P 16 --skeleton "$src/skeletons/examples/atm2d.json" \
-            --param N="$N" --param steps="$steps" --param flops_per_point=0 >"$mout" 2>&1 ||
-            { bad "mksim N=$N failed"; sed 's/^/  | /' "$mout"; continue; }
+        [ "$(field mpi_calls "$out")" = "$want_calls" ] || bad "$label: mpi_calls $(field mpi_calls "$out"), expected $want_calls"
+        # shellcheck disable=SC2086
+        "$mksim" --platform "$plat" --P 16 --skeleton "$src/skeletons/examples/$app.json" $mk_params >"$mout" 2>&1 ||
+            { bad "mksim $label failed"; sed 's/^/  | /' "$mout"; return; }
         t_mksim=$(sed -n 's/^predicted time *\([^ ]*\) s.*/\1/p' "$mout" | head -1)
-        if [ -z "$t_smpi" ] || [ -z "$t_mksim" ]; then bad "N=$N: missing times (smpi '$t_smpi', mksim '$t_mksim')"; continue; fi
+        if [ -z "$t_smpi" ] || [ -z "$t_mksim" ]; then bad "$label: missing times (smpi '$t_smpi', mksim '$t_mksim')"; return; fi
         gap=$(awk -v a="$t_mksim" -v b="$t_smpi" 'BEGIN { printf "%+.3f", 100 * (a - b) / b }')
-        say "     N=$N steps=$steps: SMPI (program's span) $t_smpi s [SMPI total incl. result reductions: $t_total s], mksim $t_mksim s, gap $gap %"
         if awk -v g="$gap" 'BEGIN { exit !(g > 2 || g < -2) }'; then
-            bad "atm2d N=$N: mksim $t_mksim s vs SMPI $t_smpi s differ by $gap % (> 2 %)"
+            bad "$label: mksim $t_mksim s vs SMPI $t_smpi s differ by $gap % (> 2 %)"
         else
-            say "ok   atm2d N=$N: mksim within 2 % of SMPI ($gap %)"
+            say "ok   $label: SMPI $t_smpi s (the program's span), mksim $t_mksim s, gap $gap % (limit 2 %)"
         fi
-    done ;;
+    }
+    fast="$work/$(basename "$src/platforms/t3e.xml" .xml)-fast.xml"
+    sed 's/speed="[^"]*"/speed="1e30f"/' "$src/platforms/t3e.xml" >"$fast"   # compute takes no time
+    case $app in
+    atm2d)
+        # Paragon: N=1024 -> 4 KiB halo messages (eager); 2048 -> 8 KiB (= the threshold, still eager);
+        # 4096 -> 16 KiB (rendezvous on the 8192-byte threshold). P=16: Px=Py=4, 96 calls per step.
+        compare_to_mksim "$src/platforms/paragon.xml" atm2d-1024 "1024 10" "--param N=1024 --param steps=10 --param flops_per_point=0" 960
+        compare_to_mksim "$src/platforms/paragon.xml" atm2d-2048 "2048 10" "--param N=2048 --param steps=10 --param flops_per_point=0" 960
+        compare_to_mksim "$src/platforms/paragon.xml" atm2d-4096 "4096 4" "--param N=4096 --param steps=4 --param flops_per_point=0" 384 ;;
+    pge1 | pge2)
+        # T3E: K=4 and 64 -> eager pivots, K=512 -> rendezvous (threshold 4747 bytes); M=512 systems.
+        for K in 4 64 512; do
+            nb=$(( (512 + K - 1) / K ))
+            if [ "$app" = pge1 ]; then c=$((4 * 15 * nb)); else c=$((2 * (4 * 7 * nb + 2))); fi
+            compare_to_mksim "$fast" "$app-K$K" "1024 512 $K" "--param N=1024 --param M=512 --param K=$K" "$c"
+        done ;;
+    cg)
+        # T3E: halo (512 B, eager) + two 8-byte allreduces per iteration, 20 iterations.
+        compare_to_mksim "$fast" cg-4096 "4096 20" "--param N=4096 --param iters=20" $((21 * 4 * 15 + 16 * 41)) ;;
+    *) say "validate: no case for $app"; exit 2 ;;
+    esac ;;
 *) say "unknown mode $mode"; exit 2 ;;
 esac
 
