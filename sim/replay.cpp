@@ -93,6 +93,7 @@ struct RankState {
   std::vector<TransferJob> jobs;  // transfer sides to post from this rank's host, served before it blocks
   bool sleeping = false;          // in an interruptible sleep (compute, overheads)
   bool completed = false;         // the actor reached its end (not killed by SimGrid)
+  double ahead = 0;               // local work done but not yet slept: the rank's time is clock + ahead
 };
 
 /** @brief Time split of one MPI operation. */
@@ -155,7 +156,7 @@ class ReplayContext final : public P2PLayer {
       abort_run(e.what());
     }
     rs.finished = true;
-    rs.times.finish_s = sg4::Engine::get_clock();
+    rs.times.finish_s = now(r);
     --active_;
     check_deadlock();
     // Transfers this actor posted must end before it does (SimGrid cancels an exiting actor's comms);
@@ -256,10 +257,10 @@ class ReplayContext final : public P2PLayer {
 
   void run_block(int r, const Block& b) {
     RankState& rs = ranks_[r];
-    const double t0 = sg4::Engine::get_clock();
+    const double t0 = now(r);
     std::visit([&](const auto& op) { exec(r, b, op); }, b.op);
     block_exec_[b.index]++;
-    block_time_[b.index] += sg4::Engine::get_clock() - t0;
+    block_time_[b.index] += now(r) - t0;
     (void)rs;
   }
 
@@ -292,17 +293,16 @@ class ReplayContext final : public P2PLayer {
     double v = c.amount.eval(rs.frame);
     if (!(v >= 0) || !std::isfinite(v)) throw ReplayError(where(r, b.index) + "compute amount \"" + c.amount.text() + "\" is " + fmt(v));
     double seconds = c.in_flops ? v / rs.host->get_speed() : v;
-    double t0 = sg4::Engine::get_clock();
-    sleep_serving(r, seconds);
-    double dt = sg4::Engine::get_clock() - t0;
-    rs.times.compute_s += dt;
-    phase_[block_phase_[b.index]].compute_s += dt;
+    const double t0 = now(r);
+    rs.ahead += seconds;  // slept later, merged with what follows until the rank next interacts
+    rs.times.compute_s += seconds;
+    phase_[block_phase_[b.index]].compute_s += seconds;
     record(r, b.index, "compute", t0);
   }
 
   void exec(int r, const Block& b, const P2P& p) {
     RankState& rs = ranks_[r];
-    double t0 = sg4::Engine::get_clock();
+    double t0 = now(r);
     double size = p.size_bytes.eval(rs.frame);
     if (!(size >= 0) || !std::isfinite(size)) throw ReplayError(where(r, b.index) + "size \"" + p.size_bytes.text() + "\" is " + fmt(size));
     int peer = ANY;
@@ -333,7 +333,7 @@ class ReplayContext final : public P2PLayer {
 
   void exec(int r, const Block& b, const Wait& w) {
     RankState& rs = ranks_[r];
-    double t0 = sg4::Engine::get_clock();
+    double t0 = now(r);
     ReqPtr req = rs.named[w.request];
     Split s;
     if (req) {  // waiting on a completed or never-issued request returns at once, as MPI_REQUEST_NULL does
@@ -349,7 +349,7 @@ class ReplayContext final : public P2PLayer {
 
   void exec(int r, const Block& b, const WaitAll&) {
     RankState& rs = ranks_[r];
-    double t0 = sg4::Engine::get_clock();
+    double t0 = now(r);
     Split total;
     // Completes every request; waiting in posting order gives the same end time as MPI_Waitall.
     std::vector<ReqPtr> reqs;
@@ -365,7 +365,7 @@ class ReplayContext final : public P2PLayer {
 
   void exec(int r, const Block& b, const Collective& c) {
     RankState& rs = ranks_[r];
-    double t0 = sg4::Engine::get_clock();
+    double t0 = now(r);
     double size = c.size_bytes.eval(rs.frame);
     if (!(size >= 0) || !std::isfinite(size)) throw ReplayError(where(r, b.index) + "size \"" + c.size_bytes.text() + "\" is " + fmt(size));
     int root = checked_rank(r, b.index, c.root);
@@ -503,7 +503,8 @@ class ReplayContext final : public P2PLayer {
   ReqPtr post_send(int me, int dst, int tag, std::uint8_t ctx, double size, int block) {
     check_abort();
     RankState& rs = ranks_[me];
-    sleep_serving(me, m_.send_overhead_s);
+    rs.ahead += m_.send_overhead_s;
+    sync(me);  // the transfer starts at the rank's own time
     check_abort();
     ReqPtr req = make_request(true, me, dst, tag, ctx, size, block);
     req->eager = size <= m_.eager_threshold_bytes;
@@ -526,6 +527,8 @@ class ReplayContext final : public P2PLayer {
 
   ReqPtr post_recv(int me, int src, int tag, std::uint8_t ctx, double size, int block) {
     check_abort();
+    sync(me);  // senders must not see this receive before the rank's own time
+    check_abort();
     RankState& rs = ranks_[me];
     ReqPtr req = make_request(false, me, src, tag, ctx, size, block);
     auto it = std::find_if(rs.unexpected.begin(), rs.unexpected.end(), [&](const ReqPtr& q) { return matches(*req, *q); });
@@ -545,9 +548,11 @@ class ReplayContext final : public P2PLayer {
   /** @brief Blocks the rank until the request completes; returns the time split. */
   Split wait_req(int me, const ReqPtr& req) {
     RankState& rs = ranks_[me];
-    const double t0 = sg4::Engine::get_clock();
+    const double t0 = now(me);
     while (!(req->done || (req->is_send && req->eager))) {  // an eager send is complete once posted
       check_abort();
+      sync(me);  // block from the rank's own time (the request may complete meanwhile)
+      if (req->done) break;
       serve_jobs(me);
       if (req->done) break;
       rs.blocked = true;
@@ -564,11 +569,8 @@ class ReplayContext final : public P2PLayer {
     }
     rs.waiting_for = nullptr;
     retire(rs.handles);
-    if (!req->is_send) {
-      double o = m_.recv_overhead_s + m_.per_message_overhead_s;
-      sleep_serving(me, o);
-    }
-    const double t1 = sg4::Engine::get_clock();
+    if (!req->is_send) rs.ahead += m_.recv_overhead_s + m_.per_message_overhead_s;
+    const double t1 = now(me);
     Split s;
     s.wait = std::clamp(req->match_time - t0, 0.0, t1 - t0);
     s.comm = (t1 - t0) - s.wait;
@@ -595,6 +597,17 @@ class ReplayContext final : public P2PLayer {
       jobs.swap(rs.jobs);
       for (TransferJob& job : jobs) rs.handles.emplace_back(post_side(job.send, job.put), job.send);
     }
+  }
+
+  /** @brief The rank's own time: the engine's clock plus the local work it has not slept yet. */
+  double now(int r) const { return sg4::Engine::get_clock() + ranks_[r].ahead; }
+
+  /** @brief Sleeps the local work accumulated since the rank last interacted (one sleep for a run of
+   *  compute blocks and overheads). */
+  void sync(int r) {
+    const double a = ranks_[r].ahead;
+    ranks_[r].ahead = 0;
+    sleep_serving(r, a);
   }
 
   /** @brief Sleeps `seconds` of simulated time, interrupted (at no cost in simulated time) to serve jobs. */
@@ -662,7 +675,7 @@ class ReplayContext final : public P2PLayer {
   // ---- accounting ----
   void account(int r, int block, double t0, const Split& s, const char* kind) {
     RankState& rs = ranks_[r];
-    double total = sg4::Engine::get_clock() - t0;
+    double total = now(r) - t0;
     double comm = total - s.wait;  // overheads count as communication
     rs.times.comm_s += comm;
     rs.times.wait_s += s.wait;
@@ -678,7 +691,7 @@ class ReplayContext final : public P2PLayer {
       timeline_truncated_ = true;
       return;
     }
-    timeline_.push_back(TimelineRow{r, block, kind, t0, sg4::Engine::get_clock()});
+    timeline_.push_back(TimelineRow{r, block, kind, t0, now(r)});
   }
 
   int checked_rank(int r, int block, const Expr& e) {
