@@ -1,0 +1,69 @@
+/* The kinds of trace record, listed once and shared by the C tracer (mktrace.c) and the C++ reader
+ * (trace.hpp): X(NAME, code, "mpi name"). Codes are part of format v1 (README.md): never renumber,
+ * only append. */
+#ifndef MKSIM_TRACE_KINDS_H
+#define MKSIM_TRACE_KINDS_H
+
+#define MKTRACE_KINDS(X)                         \
+    X(INIT, 1, "MPI_Init")                       \
+    X(INIT_THREAD, 2, "MPI_Init_thread")         \
+    X(FINALIZE, 3, "MPI_Finalize")               \
+    X(ABORT, 4, "MPI_Abort")                     \
+    X(SEND, 10, "MPI_Send")                      \
+    X(SSEND, 11, "MPI_Ssend")                    \
+    X(BSEND, 12, "MPI_Bsend")                    \
+    X(RSEND, 13, "MPI_Rsend")                    \
+    X(RECV, 14, "MPI_Recv")                      \
+    X(ISEND, 15, "MPI_Isend")                    \
+    X(ISSEND, 16, "MPI_Issend")                  \
+    X(IRECV, 17, "MPI_Irecv")                    \
+    X(SENDRECV, 18, "MPI_Sendrecv")              \
+    X(WAIT, 20, "MPI_Wait")                      \
+    X(WAITALL, 21, "MPI_Waitall")                \
+    X(WAITANY, 22, "MPI_Waitany")                \
+    X(WAITSOME, 23, "MPI_Waitsome")              \
+    X(TEST, 24, "MPI_Test")                      \
+    X(TESTALL, 25, "MPI_Testall")                \
+    X(PROBE, 26, "MPI_Probe")                    \
+    X(IPROBE, 27, "MPI_Iprobe")                  \
+    X(COMPLETE, 29, "completion")                \
+    X(BARRIER, 30, "MPI_Barrier")                \
+    X(BCAST, 31, "MPI_Bcast")                    \
+    X(REDUCE, 32, "MPI_Reduce")                  \
+    X(ALLREDUCE, 33, "MPI_Allreduce")            \
+    X(GATHER, 34, "MPI_Gather")                  \
+    X(GATHERV, 35, "MPI_Gatherv")                \
+    X(SCATTER, 36, "MPI_Scatter")                \
+    X(SCATTERV, 37, "MPI_Scatterv")              \
+    X(ALLGATHER, 38, "MPI_Allgather")            \
+    X(ALLGATHERV, 39, "MPI_Allgatherv")          \
+    X(ALLTOALL, 40, "MPI_Alltoall")              \
+    X(ALLTOALLV, 41, "MPI_Alltoallv")            \
+    X(REDUCE_SCATTER, 42, "MPI_Reduce_scatter")  \
+    X(COMM_DUP, 50, "MPI_Comm_dup")              \
+    X(COMM_SPLIT, 51, "MPI_Comm_split")          \
+    X(CART_CREATE, 52, "MPI_Cart_create")        \
+    X(COMM_FREE, 53, "MPI_Comm_free")
+
+/* On-disk constants of format v1 (README.md, "Format v1"). */
+#define MKTRACE_MAGIC "MKTRACE1"
+#define MKTRACE_FOOTER_MAGIC "MKTREND1"
+#define MKTRACE_VERSION 1u
+#define MKTRACE_HEADER_BYTES 48u
+#define MKTRACE_RECORD_BYTES 56u
+#define MKTRACE_MAX_FRAMES 4u
+
+/* peer / tag / root values that are not ranks or tags */
+#define MKTRACE_NONE (-1)
+#define MKTRACE_ANY (-2)
+#define MKTRACE_PROC_NULL (-3)
+
+/* footer completion status */
+#define MKTRACE_STATUS_FINALIZED 1u
+#define MKTRACE_STATUS_ABORTED 2u
+#define MKTRACE_STATUS_SIGNAL 3u
+
+/* header flags */
+#define MKTRACE_FLAG_WTIME_GLOBAL 1u
+
+#endif

@@ -1,0 +1,400 @@
+// Reader of format v1 (README.md): header, fixed-size records, footer (count, FNV-1a checksum, status,
+// call-site table); run.json with nlohmann_json. Bytes are decoded explicitly as little-endian.
+#include "skeletons/trace/reader.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <tuple>
+
+namespace mksim::trace {
+
+std::string_view kind_name(Kind kind) {
+  switch (kind) {
+#define MKSIM_TRACE_KIND(name, code, text) \
+  case Kind::name:                         \
+    return text;
+    MKTRACE_KINDS(MKSIM_TRACE_KIND)
+#undef MKSIM_TRACE_KIND
+  }
+  return "?";
+}
+
+bool is_kind(std::uint16_t code) {
+  switch (code) {
+#define MKSIM_TRACE_KIND(name, code, text) case code:
+    MKTRACE_KINDS(MKSIM_TRACE_KIND)
+#undef MKSIM_TRACE_KIND
+    return true;
+    default:
+      return false;
+  }
+}
+
+bool is_send(Kind kind) {
+  switch (kind) {
+    case Kind::SEND: case Kind::SSEND: case Kind::BSEND: case Kind::RSEND:
+    case Kind::ISEND: case Kind::ISSEND: case Kind::SENDRECV:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_collective(Kind kind) {
+  auto c = static_cast<std::uint16_t>(kind);
+  return c >= static_cast<std::uint16_t>(Kind::BARRIER) && c <= static_cast<std::uint16_t>(Kind::REDUCE_SCATTER);
+}
+
+std::string_view status_name(Status status) {
+  switch (status) {
+    case Status::FINALIZED: return "finalized";
+    case Status::ABORTED: return "aborted";
+    case Status::SIGNALED: return "signal";
+    case Status::INCOMPLETE: return "incomplete";
+  }
+  return "?";
+}
+
+namespace {
+
+static_assert(std::endian::native == std::endian::little || std::endian::native == std::endian::big);
+
+constexpr std::uint64_t FNV_OFFSET = 14695981039346656037ull;
+constexpr std::uint64_t FNV_PRIME = 1099511628211ull;
+constexpr std::uint32_t MAX_MODULE_NAME = 65536;
+
+// A bounds-checked little-endian cursor over a file's bytes; every failure names file and offset.
+class Cursor {
+ public:
+  Cursor(const std::string& file, const std::vector<unsigned char>& bytes) : file_(file), bytes_(bytes) {}
+  std::uint64_t offset() const { return pos_; }
+  std::uint64_t left() const { return bytes_.size() - pos_; }
+  void need(std::uint64_t n, const char* what) const {
+    if (left() < n)
+      throw TraceError(file_, pos_, std::string("truncated ") + what + ": needs " + std::to_string(n) +
+                                        " bytes, the file ends " + std::to_string(left()) + " bytes later");
+  }
+  const unsigned char* take(std::uint64_t n, const char* what) {
+    need(n, what);
+    const unsigned char* p = bytes_.data() + pos_;
+    pos_ += n;
+    return p;
+  }
+  std::uint64_t u(unsigned n, const char* what) {
+    const unsigned char* p = take(n, what);
+    std::uint64_t v = 0;
+    for (unsigned i = 0; i < n; ++i) v |= std::uint64_t{p[i]} << (8 * i);
+    return v;
+  }
+  std::uint32_t u32(const char* what) { return static_cast<std::uint32_t>(u(4, what)); }
+  std::uint64_t u64(const char* what) { return u(8, what); }
+  double f64(const char* what) { return std::bit_cast<double>(u64(what)); }
+  bool at(const char* magic) const {
+    return left() >= 8 && std::memcmp(bytes_.data() + pos_, magic, 8) == 0;
+  }
+  [[noreturn]] void fail(std::uint64_t at, const std::string& message) const { throw TraceError(file_, at, message); }
+
+ private:
+  const std::string& file_;
+  const std::vector<unsigned char>& bytes_;
+  std::uint64_t pos_ = 0;
+};
+
+std::vector<unsigned char> slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw TraceError(path, TraceError::NO_OFFSET, "cannot open: " + std::string(std::strerror(errno)));
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::uint64_t fnv1a(const unsigned char* p, std::size_t n) {
+  std::uint64_t h = FNV_OFFSET;
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * FNV_PRIME;
+  return h;
+}
+
+std::string hex(std::uint64_t v) {
+  std::ostringstream s;
+  s << "0x" << std::hex << v;
+  return s.str();
+}
+
+void read_footer(Cursor& c, RankTrace& t, std::uint64_t records_begin, const std::vector<unsigned char>& bytes) {
+  const std::uint64_t at = c.offset();
+  c.take(8, "footer");
+  const std::uint64_t count = c.u64("footer record count");
+  const std::uint64_t sum = c.u64("footer checksum");
+  const std::uint32_t status = c.u32("footer status");
+  t.status_detail = static_cast<std::int32_t>(c.u32("footer status detail"));
+  if (count != t.events.size())
+    c.fail(at, "footer says " + std::to_string(count) + " records, the file holds " +
+                   std::to_string(t.events.size()) + " (corrupted)");
+  const std::uint64_t actual = fnv1a(bytes.data() + records_begin, at - records_begin);
+  if (actual != sum)
+    c.fail(at, "checksum mismatch: the records hash to " + hex(actual) + ", the footer says " + hex(sum) +
+                   " (corrupted)");
+  switch (status) {
+    case MKTRACE_STATUS_FINALIZED: t.status = Status::FINALIZED; break;
+    case MKTRACE_STATUS_ABORTED: t.status = Status::ABORTED; break;
+    case MKTRACE_STATUS_SIGNAL: t.status = Status::SIGNALED; break;
+    default: c.fail(at + 24, "unknown completion status " + std::to_string(status));
+  }
+  // counts are checked against the bytes left before anything is allocated for them
+  const std::uint64_t mat0 = c.offset();
+  const std::uint32_t nmodules = c.u32("module count");
+  if (nmodules > c.left() / 4) c.fail(mat0, std::to_string(nmodules) + " modules cannot fit in the file (corrupted)");
+  std::vector<std::string> modules(nmodules);
+  for (auto& m : modules) {
+    const std::uint64_t mat = c.offset();
+    const std::uint32_t len = c.u32("module name length");
+    if (len > MAX_MODULE_NAME) c.fail(mat, "module name of " + std::to_string(len) + " bytes (corrupted)");
+    const unsigned char* p = c.take(len, "module name");
+    m.assign(reinterpret_cast<const char*>(p), len);
+  }
+  const std::uint64_t sat0 = c.offset();
+  const std::uint32_t nsites = c.u32("call-site count");
+  if (nsites > c.left() / 12) c.fail(sat0, std::to_string(nsites) + " call sites cannot fit in the file (corrupted)");
+  for (std::uint32_t i = 0; i < nsites; ++i) {
+    const std::uint64_t sat = c.offset();
+    CallSite site;
+    site.hash = c.u64("call-site hash");
+    const std::uint32_t depth = c.u32("call-site depth");
+    if (depth > MKTRACE_MAX_FRAMES) c.fail(sat, "call site with " + std::to_string(depth) + " frames (max 4)");
+    for (std::uint32_t f = 0; f < depth; ++f) {
+      const std::uint64_t fat = c.offset();
+      const std::uint32_t mod = c.u32("frame module");
+      Frame frame;
+      frame.offset = c.u64("frame offset");
+      if (mod == UINT32_MAX)
+        frame.module = "?";
+      else if (mod < modules.size())
+        frame.module = modules[mod];
+      else
+        c.fail(fat, "frame module index " + std::to_string(mod) + " out of range (" +
+                        std::to_string(modules.size()) + " modules)");
+      site.frames.push_back(std::move(frame));
+    }
+    t.sites[site.hash] = std::move(site);
+  }
+  if (c.left() != 0) c.fail(c.offset(), std::to_string(c.left()) + " unexpected bytes after the footer");
+}
+
+}  // namespace
+
+RankTrace read_rank_file(const std::string& path) {
+  const std::vector<unsigned char> bytes = slurp(path);
+  Cursor c(path, bytes);
+  RankTrace t;
+  t.file = path;
+  c.need(MKTRACE_HEADER_BYTES, "header");
+  if (!c.at(MKTRACE_MAGIC)) c.fail(0, "bad magic: not a mktrace file (expected \"MKTRACE1\")");
+  c.take(8, "magic");
+  const std::uint32_t version = c.u32("version");
+  if (version != MKTRACE_VERSION)
+    c.fail(8, "format version " + std::to_string(version) + " is not supported (this reader reads version 1)");
+  t.rank = static_cast<int>(c.u32("rank"));
+  t.world_size = static_cast<int>(c.u32("world size"));
+  t.flags = c.u32("flags");
+  t.tick_s = c.f64("clock resolution");
+  t.t0_s = c.f64("t0");
+  const std::uint32_t record_bytes = c.u32("record size");
+  c.u32("reserved");
+  if (t.world_size <= 0 || t.rank < 0 || t.rank >= t.world_size)
+    c.fail(12, "rank " + std::to_string(t.rank) + " of world size " + std::to_string(t.world_size) + " (corrupted)");
+  if (record_bytes != MKTRACE_RECORD_BYTES)
+    c.fail(40, "record size " + std::to_string(record_bytes) + ", version 1 has " +
+                   std::to_string(MKTRACE_RECORD_BYTES));
+
+  const std::uint64_t records_begin = c.offset();
+  t.events.reserve(c.left() / MKTRACE_RECORD_BYTES);
+  while (true) {
+    if (c.left() == 0) {  // whole records and no footer: the rank never wrote one
+      t.status = Status::INCOMPLETE;
+      return t;
+    }
+    if (c.at(MKTRACE_FOOTER_MAGIC)) {
+      read_footer(c, t, records_begin, bytes);
+      return t;
+    }
+    const std::uint64_t at = c.offset();
+    if (c.left() < MKTRACE_RECORD_BYTES)
+      c.fail(at, "truncated record " + std::to_string(t.events.size()) + ": " + std::to_string(c.left()) +
+                     " of " + std::to_string(MKTRACE_RECORD_BYTES) + " bytes");
+    const auto code = static_cast<std::uint16_t>(c.u(2, "kind"));
+    if (!is_kind(code)) c.fail(at, "record " + std::to_string(t.events.size()) + ": unknown kind " + std::to_string(code) + " (corrupted)");
+    Event e;
+    e.kind = static_cast<Kind>(code);
+    c.u(2, "reserved");
+    e.peer = static_cast<std::int32_t>(c.u32("peer"));
+    e.t_enter = c.f64("t_enter");
+    e.t_exit = c.f64("t_exit");
+    e.bytes = static_cast<std::int64_t>(c.u64("bytes"));
+    e.site = c.u64("site");
+    e.tag = static_cast<std::int32_t>(c.u32("tag"));
+    e.root = static_cast<std::int32_t>(c.u32("root"));
+    e.comm = c.u32("comm");
+    e.request = c.u32("request");
+    if (!std::isfinite(e.t_enter) || !std::isfinite(e.t_exit) || e.t_exit < e.t_enter || e.bytes < 0)
+      c.fail(at, "record " + std::to_string(t.events.size()) + " (" + std::string(kind_name(e.kind)) +
+                     "): impossible times or size (corrupted)");
+    t.events.push_back(e);
+  }
+}
+
+Run read_run(const std::string& dir, const ReadOptions& options) {
+  namespace fs = std::filesystem;
+  Run run;
+  run.dir = dir;
+  const std::string json_path = (fs::path(dir) / "run.json").string();
+  std::ifstream in(json_path);
+  if (!in) throw TraceError(json_path, TraceError::NO_OFFSET, "cannot open (not a traced run directory?)");
+  std::vector<std::string> states;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(in);
+    if (j.at("format").get<std::string>() != "mktrace-run")
+      throw TraceError(json_path, TraceError::NO_OFFSET, "/format: expected \"mktrace-run\"");
+    if (j.at("version").get<int>() != 1)
+      throw TraceError(json_path, TraceError::NO_OFFSET,
+                       "/version: " + j.at("version").dump() + " is not supported (this reader reads version 1)");
+    run.P = j.at("P").get<int>();
+    if (run.P <= 0) throw TraceError(json_path, TraceError::NO_OFFSET, "/P: must be positive");
+    run.command = j.at("command").get<std::vector<std::string>>();
+    for (const auto& [name, value] : j.at("params").items())
+      run.params[name] = value.is_string() ? value.get<std::string>() : value.dump();
+    run.exit_code = j.at("exit_code").get<int>();
+    for (const auto& r : j.at("ranks")) states.push_back(r.at("state").get<std::string>());
+  } catch (const nlohmann::json::exception& e) {
+    throw TraceError(json_path, TraceError::NO_OFFSET, std::string("invalid run.json: ") + e.what());
+  }
+  for (int r = 0; r < run.P; ++r) {
+    const std::string path = (fs::path(dir) / ("rank-" + std::to_string(r) + ".mkt")).string();
+    if (!fs::exists(path))
+      throw TraceError(path, TraceError::NO_OFFSET,
+                       "rank " + std::to_string(r) + " of " + std::to_string(run.P) + ": trace file missing");
+    RankTrace t = read_rank_file(path);
+    if (t.rank != r || t.world_size != run.P)
+      throw TraceError(path, 12, "header says rank " + std::to_string(t.rank) + " of " +
+                                     std::to_string(t.world_size) + ", expected rank " + std::to_string(r) +
+                                     " of " + std::to_string(run.P));
+    const std::string who = path + ": rank " + std::to_string(r) + ": ";
+    const std::string n = std::to_string(t.events.size()) + " events";
+    switch (t.status) {
+      case Status::FINALIZED: break;
+      case Status::ABORTED:
+        run.problems.push_back(who + "MPI_Abort (error code " + std::to_string(t.status_detail) + ") after " + n);
+        break;
+      case Status::SIGNALED:
+        run.problems.push_back(who + "stopped by signal " + std::to_string(t.status_detail) + " after " + n +
+                               ": the program did not finish");
+        break;
+      case Status::INCOMPLETE: {
+        std::string m = who + "incomplete: no footer (the rank was killed or crashed before MPI_Finalize); " +
+                        n + " are a prefix of its calls";
+        if (static_cast<std::size_t>(r) < states.size() && states[r] != "incomplete" && states[r] != "missing")
+          m += " (run.json recorded a footer: the file was truncated since)";
+        run.problems.push_back(m);
+        break;
+      }
+    }
+    run.ranks.push_back(std::move(t));
+  }
+  if (options.require_complete && !run.complete()) {
+    std::string m = "the run is not complete:";
+    for (const auto& p : run.problems) m += "\n  " + p;
+    throw TraceError(dir, TraceError::NO_OFFSET, m);
+  }
+  return run;
+}
+
+std::string describe_site(const RankTrace& rank, std::uint64_t site) {
+  auto it = rank.sites.find(site);
+  if (it == rank.sites.end() || it->second.frames.empty()) return "site " + hex(site);
+  std::string s;
+  for (const auto& f : it->second.frames) {
+    if (!s.empty()) s += " <- ";
+    s += std::filesystem::path(f.module).filename().string() + "+" + hex(f.offset);
+  }
+  return s;
+}
+
+namespace {
+
+struct Message {
+  int rank;  // where it was recorded
+  std::int32_t peer, tag;
+  std::int64_t bytes;
+  std::uint32_t comm;
+  std::uint64_t site;
+};
+
+using MatchKey = std::tuple<int, int, std::uint32_t, std::int32_t>;  // sender, receiver, comm, tag
+
+std::string describe(const Run& run, const Message& m, const char* what, const char* why) {
+  std::string peer = m.peer == ANY ? "ANY_SOURCE" : std::to_string(m.peer);
+  std::string tag = m.tag == ANY ? "ANY_TAG" : std::to_string(m.tag);
+  return "rank " + std::to_string(m.rank) + ": " + what + " " + peer + ", tag " + tag + ", " +
+         std::to_string(m.bytes) + " bytes, comm " + std::to_string(m.comm) + ", at " +
+         describe_site(run.ranks[static_cast<std::size_t>(m.rank)], m.site) + ": " + why;
+}
+
+}  // namespace
+
+std::vector<std::string> unmatched_messages(const Run& run) {
+  std::map<MatchKey, std::deque<Message>> sends, recvs;
+  std::vector<std::string> out;
+  for (const RankTrace& t : run.ranks) {
+    std::vector<Message> posted;              // receives in posting order
+    std::map<std::uint32_t, std::size_t> by_request;  // irecv request id -> index in posted
+    for (const Event& e : t.events) {
+      const Message m{t.rank, e.peer, e.tag, e.bytes, e.comm, e.site};
+      if (is_send(e.kind)) {
+        if (e.peer >= 0) sends[{t.rank, e.peer, e.comm, e.tag}].push_back(m);
+      } else if (e.kind == Kind::RECV || e.kind == Kind::IRECV) {
+        if (e.peer == PROC_NULL) continue;
+        if (e.kind == Kind::IRECV && e.request != 0) by_request[e.request] = posted.size();
+        posted.push_back(m);
+      } else if (e.kind == Kind::COMPLETE && e.root == 1) {  // a receive completed: actual source and tag
+        if (e.request == 0) {  // the receive half of MPI_Sendrecv
+          if (e.peer != PROC_NULL) posted.push_back(m);
+          continue;
+        }
+        auto it = by_request.find(e.request);
+        if (it == by_request.end()) continue;
+        Message& p = posted[it->second];
+        p.peer = e.peer;
+        p.tag = e.tag;
+        p.bytes = e.bytes;
+        by_request.erase(it);
+      }
+    }
+    for (const Message& m : posted) {
+      if (m.peer < 0 || m.tag == ANY) {
+        out.push_back(describe(run, m, "receive from", "never completed, so its sender is unknown"));
+        continue;
+      }
+      recvs[{m.peer, t.rank, m.comm, m.tag}].push_back(m);
+    }
+  }
+  for (auto& [key, q] : sends) {
+    auto& r = recvs[key];
+    const std::size_t matched = std::min(q.size(), r.size());
+    for (std::size_t i = matched; i < q.size(); ++i)
+      out.push_back(describe(run, q[i], "send to", "no matching receive"));
+  }
+  for (auto& [key, r] : recvs) {
+    const auto it = sends.find(key);
+    const std::size_t nsend = it == sends.end() ? 0 : it->second.size();
+    for (std::size_t i = nsend; i < r.size(); ++i)
+      out.push_back(describe(run, r[i], "receive from", "no matching send"));
+  }
+  return out;
+}
+
+}  // namespace mksim::trace

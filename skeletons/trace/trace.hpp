@@ -1,0 +1,118 @@
+// The event model of a traced MPI run (format v1, skeletons/trace/README.md): plain values, parsed once
+// by the reader; nothing downstream sees bytes or strings of the file.
+#pragma once
+
+#include "skeletons/trace/kinds.h"
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mksim::trace {
+
+/** @brief What a record is: an MPI call, or the completion of a request / receive half (COMPLETE). */
+enum class Kind : std::uint16_t {
+#define MKSIM_TRACE_KIND(name, code, text) name = code,
+  MKTRACE_KINDS(MKSIM_TRACE_KIND)
+#undef MKSIM_TRACE_KIND
+};
+
+/** @brief The MPI name of a kind ("MPI_Send"), or "?" for a code that is not a kind. */
+std::string_view kind_name(Kind kind);
+/** @brief Whether a raw code read from a file is one of the kinds of format v1. */
+bool is_kind(std::uint16_t code);
+/** @brief Point-to-point sends (blocking and non-blocking, and the send half of MPI_Sendrecv). */
+bool is_send(Kind kind);
+/** @brief Collective operations (barrier .. reduce_scatter). */
+bool is_collective(Kind kind);
+
+/** @brief Peer/tag/root values that are not ranks or tags. */
+inline constexpr std::int32_t NO_RANK = MKTRACE_NONE;
+inline constexpr std::int32_t ANY = MKTRACE_ANY;
+inline constexpr std::int32_t PROC_NULL = MKTRACE_PROC_NULL;
+
+/** @brief One record. Times in seconds since the rank's MPI_Init; peers and roots are MPI_COMM_WORLD
+ *  ranks. Per-kind meaning of peer, tag, bytes, root, request: README.md, "Fields by kind". */
+struct Event {
+  Kind kind{};
+  double t_enter = 0;        ///< seconds since t0
+  double t_exit = 0;         ///< seconds since t0
+  std::int32_t peer = NO_RANK;
+  std::int32_t tag = NO_RANK;
+  std::int64_t bytes = 0;
+  std::uint32_t comm = 0;     ///< communicator id (0 = MPI_COMM_WORLD)
+  std::int32_t root = NO_RANK;
+  std::uint32_t request = 0;  ///< request id (0 = none), ties an isend/irecv to its COMPLETE record
+  std::uint64_t site = 0;     ///< call-site hash, key of RankTrace::sites
+};
+
+/** @brief How a rank's trace ended. */
+enum class Status { FINALIZED, ABORTED, SIGNALED, INCOMPLETE };
+
+/** @brief "finalized", "aborted", "signal", "incomplete". */
+std::string_view status_name(Status status);
+
+/** @brief One return address: the module (executable or shared library path) and the offset in it. */
+struct Frame {
+  std::string module;
+  std::uint64_t offset = 0;
+};
+
+/** @brief A call site: innermost frame (the caller of the MPI function) first. */
+struct CallSite {
+  std::uint64_t hash = 0;
+  std::vector<Frame> frames;
+};
+
+/** @brief The trace of one rank (one rank-<r>.mkt file). */
+struct RankTrace {
+  std::string file;
+  int rank = 0;
+  int world_size = 0;
+  std::uint32_t flags = 0;     ///< MKTRACE_FLAG_* of the header
+  double tick_s = 0;           ///< MPI_Wtick
+  double t0_s = 0;             ///< MPI_Wtime at MPI_Init (clock of this rank)
+  Status status = Status::INCOMPLETE;
+  std::int32_t status_detail = 0;  ///< signal number (SIGNALED) or error code (ABORTED)
+  std::vector<Event> events;
+  std::map<std::uint64_t, CallSite> sites;
+};
+
+/** @brief A traced run: run.json and every rank's trace, rank i at ranks[i]. */
+struct Run {
+  std::string dir;
+  int P = 0;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> params;  ///< as given to mktrace --param (numbers in JSON form)
+  int exit_code = 0;                          ///< mpirun's
+  std::vector<RankTrace> ranks;
+  std::vector<std::string> problems;  ///< one message per rank that did not end at MPI_Finalize
+  /** @brief Every rank reached MPI_Finalize with a valid footer. */
+  bool complete() const { return problems.empty(); }
+};
+
+/** @brief A bad trace: what() reads "file: offset N: message" (offset omitted when not about bytes). */
+class TraceError : public std::runtime_error {
+ public:
+  static constexpr std::uint64_t NO_OFFSET = ~std::uint64_t{0};
+  TraceError(const std::string& file, std::uint64_t offset, const std::string& message)
+      : std::runtime_error(compose(file, offset, message)), file_(file), offset_(offset) {}
+  /** @brief The file the error is about. */
+  const std::string& file() const { return file_; }
+  /** @brief Byte offset in file(), or NO_OFFSET. */
+  std::uint64_t offset() const { return offset_; }
+
+ private:
+  static std::string compose(const std::string& file, std::uint64_t offset, const std::string& message) {
+    std::string s = file + ": ";
+    if (offset != NO_OFFSET) s += "offset " + std::to_string(offset) + ": ";
+    return s + message;
+  }
+  std::string file_;
+  std::uint64_t offset_;
+};
+
+}  // namespace mksim::trace

@@ -1,0 +1,735 @@
+// Trace capture and reading on real OpenMPI runs (no mocks): the reference programs atm2d and cg traced at
+// P = 1, 2, 4 with the mktrace launcher, checked call by call against what the programs do; corrupt,
+// truncated and missing files; a run killed with SIGTERM; a small program for the other wrappers.
+#include "skeletons/trace/reader.hpp"
+
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fs = std::filesystem;
+using mksim::trace::Event;
+using mksim::trace::Kind;
+using mksim::trace::Status;
+using mksim::trace::TraceError;
+
+namespace {
+
+const std::string BIN = MKSIM_BINARY_DIR;
+const std::string MKTRACE = BIN + "/trace/mktrace";
+
+// A scratch directory per test, removed afterwards.
+class TraceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    tmp_ = fs::temp_directory_path() / ("mksim_trace_" + std::string(info->name()) + "_" + std::to_string(getpid()));
+    fs::remove_all(tmp_);
+    fs::create_directories(tmp_);
+  }
+  void TearDown() override { fs::remove_all(tmp_); }
+  fs::path tmp_;
+};
+
+std::string slurp_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// mktrace -np P -o DIR -- PROGRAM ARGS; returns the exit status, output in DIR.log
+int trace(const std::string& program, int P, const std::string& args, const fs::path& dir,
+          const std::string& params = "") {
+  std::string cmd = MKTRACE + " -np " + std::to_string(P) + " " + params + " -o " + dir.string() + " -- " +
+                    program + " " + args + " >" + dir.string() + ".log 2>&1";
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+long field(const std::string& log, const std::string& name) {
+  const auto at = log.find(name + ": ");
+  return at == std::string::npos ? -1 : std::stol(log.substr(at + name.size() + 2));
+}
+
+// What a rank must have recorded, field by field (request ids are checked separately).
+struct Want {
+  Kind kind;
+  int peer = -1;
+  int tag = -1;
+  long bytes = 0;
+  int root = -1;
+};
+
+void expect_events(const mksim::trace::RankTrace& t, const std::vector<Want>& want) {
+  ASSERT_EQ(t.events.size(), want.size()) << t.file;
+  std::map<std::string, int> got_kinds, want_kinds;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    got_kinds[std::string(kind_name(t.events[i].kind))]++;
+    want_kinds[std::string(kind_name(want[i].kind))]++;
+  }
+  EXPECT_EQ(got_kinds, want_kinds) << t.file << ": number of each kind of call";
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const Event& e = t.events[i];
+    const Want& w = want[i];
+    const std::string at = t.file + " event " + std::to_string(i) + " (" + std::string(kind_name(w.kind)) + ")";
+    ASSERT_EQ(e.kind, w.kind) << at << " got " << kind_name(e.kind);
+    EXPECT_EQ(e.peer, w.peer) << at;
+    EXPECT_EQ(e.tag, w.tag) << at;
+    EXPECT_EQ(e.bytes, w.bytes) << at;
+    EXPECT_EQ(e.root, w.root) << at;
+    EXPECT_EQ(e.comm, 0u) << at;
+    EXPECT_LE(e.t_enter, e.t_exit) << at;
+    if (i > 0) {
+      EXPECT_GE(e.t_enter, t.events[i - 1].t_enter) << at;
+    }
+    EXPECT_NE(e.site, 0u) << at;
+    EXPECT_TRUE(t.sites.count(e.site)) << at << ": call site not in the footer's table";
+  }
+}
+
+// Every isend/irecv's request id is the one of exactly one later COMPLETE record, on the same peer and tag.
+void expect_requests_tied(const mksim::trace::RankTrace& t) {
+  std::map<std::uint32_t, const Event*> open;
+  for (const Event& e : t.events) {
+    if (e.kind == Kind::ISEND || e.kind == Kind::IRECV) {
+      ASSERT_NE(e.request, 0u);
+      ASSERT_FALSE(open.count(e.request)) << "request id reused while pending";
+      open[e.request] = &e;
+    } else if (e.kind == Kind::COMPLETE && e.request != 0) {
+      auto it = open.find(e.request);
+      ASSERT_NE(it, open.end()) << t.file << ": completion of unknown request " << e.request;
+      EXPECT_EQ(e.peer, it->second->peer);
+      EXPECT_EQ(e.tag, it->second->tag);
+      EXPECT_EQ(e.bytes, it->second->bytes);
+      EXPECT_EQ(e.root, it->second->kind == Kind::IRECV ? 1 : 0);
+      open.erase(it);
+    }
+  }
+  EXPECT_TRUE(open.empty()) << t.file << ": requests never completed";
+}
+
+std::vector<Want> head() { return {{Kind::INIT}}; }
+
+// the result reductions of every program: MPI_Reduce of the result, then app_report's three
+void tail(std::vector<Want>& w) {
+  for (int i = 0; i < 4; ++i) w.push_back({Kind::REDUCE, -1, -1, 8, 0});
+  w.push_back({Kind::FINALIZE});
+}
+
+// atm2d (skeletons/apps/atm2d.c): red ranks exchange N, S, E, W, black ranks S, N, W, E; each exchange is
+// isend (tag = direction sent), irecv (tag = the neighbour's), waitall of 2 (send completes first).
+std::vector<Want> atm2d_events(int P, int rank, int N, int steps) {
+  int L = 0;
+  while ((2 << L) <= P) ++L;
+  const int Px = 1 << (L / 2), Py = P / Px, x = rank % Px, y = rank / Px;
+  const long ns = 2L * (N / Px) * 8, ew = 2L * (N / Py) * 8;
+  struct Ex { bool on; int peer, stag, rtag; long bytes; };
+  const Ex north{y > 0, rank - Px, 1, 2, ns}, south{y < Py - 1, rank + Px, 2, 1, ns};
+  const Ex east{x < Px - 1, rank + 1, 3, 4, ew}, west{x > 0, rank - 1, 4, 3, ew};
+  const bool red = (x + y) % 2 == 0;
+  const std::vector<Ex> order = red ? std::vector<Ex>{north, south, east, west} : std::vector<Ex>{south, north, west, east};
+  std::vector<Want> w = head();
+  for (int s = 0; s < steps; ++s)
+    for (const Ex& e : order) {
+      if (!e.on) continue;
+      w.push_back({Kind::ISEND, e.peer, e.stag, e.bytes, -1});
+      w.push_back({Kind::IRECV, e.peer, e.rtag, e.bytes, -1});
+      w.push_back({Kind::WAITALL, -1, -1, 0, 2});
+      w.push_back({Kind::COMPLETE, e.peer, e.stag, e.bytes, 0});
+      w.push_back({Kind::COMPLETE, e.peer, e.rtag, e.bytes, 1});
+    }
+  tail(w);
+  return w;
+}
+
+// cg (skeletons/apps/cg.c): halo irecv/isend with rank-1 (tags 1/2) then rank+1 (2/1), waitall; one
+// allreduce in the setup and two per iteration.
+std::vector<Want> cg_events(int P, int rank, int nx, int iters) {
+  const long b = nx * 8L;
+  std::vector<Want> w = head();
+  auto halo = [&] {
+    std::vector<Want> done;
+    if (rank > 0) {
+      w.push_back({Kind::IRECV, rank - 1, 1, b, -1});
+      w.push_back({Kind::ISEND, rank - 1, 2, b, -1});
+      done.push_back({Kind::COMPLETE, rank - 1, 1, b, 1});
+      done.push_back({Kind::COMPLETE, rank - 1, 2, b, 0});
+    }
+    if (rank < P - 1) {
+      w.push_back({Kind::IRECV, rank + 1, 2, b, -1});
+      w.push_back({Kind::ISEND, rank + 1, 1, b, -1});
+      done.push_back({Kind::COMPLETE, rank + 1, 2, b, 1});
+      done.push_back({Kind::COMPLETE, rank + 1, 1, b, 0});
+    }
+    w.push_back({Kind::WAITALL, -1, -1, 0, static_cast<int>(done.size())});
+    w.insert(w.end(), done.begin(), done.end());
+  };
+  halo();
+  w.push_back({Kind::ALLREDUCE, -1, -1, 8, -1});
+  for (int it = 0; it < iters; ++it) {
+    halo();
+    w.push_back({Kind::ALLREDUCE, -1, -1, 8, -1});
+    w.push_back({Kind::ALLREDUCE, -1, -1, 8, -1});
+  }
+  tail(w);
+  return w;
+}
+
+// the calls the programs count in "mpi_calls:" (isend, irecv and collectives, not the 4 result reductions)
+long counted_calls(const mksim::trace::Run& run) {
+  long n = 0;
+  for (const auto& t : run.ranks)
+    for (const Event& e : t.events)
+      n += e.kind == Kind::ISEND || e.kind == Kind::IRECV || mksim::trace::is_collective(e.kind);
+  return n - 4L * run.P;
+}
+
+std::set<std::uint64_t> sites_of(const mksim::trace::RankTrace& t, Kind kind) {
+  std::set<std::uint64_t> s;
+  for (const Event& e : t.events)
+    if (e.kind == kind) s.insert(e.site);
+  return s;
+}
+
+}  // namespace
+
+TEST_F(TraceTest, Atm2dEveryCallPeerTagAndSizeAtP124) {
+  for (int P : {1, 2, 4}) {
+    SCOPED_TRACE("P=" + std::to_string(P));
+    const fs::path dir = tmp_ / ("atm2d-" + std::to_string(P));
+    ASSERT_EQ(trace(BIN + "/apps/atm2d", P, "64 10", dir, "--param N=64 --param steps=10"), 0)
+        << slurp_text(dir.string() + ".log");
+    const mksim::trace::Run run = mksim::trace::read_run(dir.string(), {.require_complete = true});
+    EXPECT_EQ(run.P, P);
+    EXPECT_EQ(run.params.at("N"), "64");
+    EXPECT_EQ(run.params.at("steps"), "10");
+    ASSERT_EQ(run.command.size(), 3u);
+    EXPECT_EQ(run.command[1], "64");
+    ASSERT_EQ(run.ranks.size(), static_cast<std::size_t>(P));
+    for (int r = 0; r < P; ++r) {
+      const auto& t = run.ranks[r];
+      EXPECT_EQ(t.status, Status::FINALIZED);
+      EXPECT_GT(t.tick_s, 0.0);
+      expect_events(t, atm2d_events(P, r, 64, 10));
+      expect_requests_tied(t);
+      // one call site per exchange line of main(): as many isend sites as neighbours
+      const int neighbours = static_cast<int>(sites_of(t, Kind::ISEND).size());
+      EXPECT_EQ(neighbours, P == 1 ? 0 : P == 2 ? 1 : 2);
+      if (P > 1) {
+        const std::string where = mksim::trace::describe_site(t, t.events[1].site);
+        EXPECT_EQ(where.rfind("atm2d+0x", 0), 0u) << where;
+      }
+    }
+    EXPECT_EQ(counted_calls(run), field(slurp_text(dir.string() + ".log"), "mpi_calls"));
+    EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
+  }
+}
+
+TEST_F(TraceTest, CgEveryCallPeerTagAndSizeAtP124) {
+  for (int P : {1, 2, 4}) {
+    SCOPED_TRACE("P=" + std::to_string(P));
+    const fs::path dir = tmp_ / ("cg-" + std::to_string(P));
+    ASSERT_EQ(trace(BIN + "/apps/cg", P, "1024 20", dir, "--param N=1024,iters=20"), 0)
+        << slurp_text(dir.string() + ".log");
+    const mksim::trace::Run run = mksim::trace::read_run(dir.string(), {.require_complete = true});
+    EXPECT_EQ(run.params.at("iters"), "20");
+    for (int r = 0; r < P; ++r) {
+      expect_events(run.ranks[r], cg_events(P, r, 32, 20));
+      expect_requests_tied(run.ranks[r]);
+    }
+    if (P == 4) {  // ranks 1 and 2 run the same code path: the same call sites, whatever the load address
+      EXPECT_EQ(sites_of(run.ranks[1], Kind::ISEND), sites_of(run.ranks[2], Kind::ISEND));
+    }
+    EXPECT_EQ(counted_calls(run), field(slurp_text(dir.string() + ".log"), "mpi_calls"));
+    EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
+  }
+}
+
+namespace {
+
+std::vector<char> read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const fs::path& p, const std::vector<char>& b) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(b.data(), static_cast<std::streamsize>(b.size()));
+}
+
+// the error read_run gives on dir ("" when it reads fine)
+std::string read_error(const fs::path& dir, bool require_complete = false) {
+  try {
+    mksim::trace::read_run(dir.string(), {.require_complete = require_complete});
+  } catch (const TraceError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_F(TraceTest, CorruptTruncatedAndMissingFilesGiveErrorsNamingFileAndOffset) {
+  const fs::path good = tmp_ / "good";
+  ASSERT_EQ(trace(BIN + "/apps/atm2d", 2, "64 3", good), 0) << slurp_text(good.string() + ".log");
+  ASSERT_EQ(read_error(good), "");
+  const std::vector<char> orig = read_bytes(good / "rank-1.mkt");
+  const std::size_t nrec = 1 + 3 * 5 + 5, footer = 48 + 56 * nrec;
+  ASSERT_GT(orig.size(), footer + 32);
+  ASSERT_EQ(std::string(orig.data() + footer, 8), "MKTREND1");
+
+  const fs::path bad = tmp_ / "bad";
+  auto with = [&](const std::vector<char>& bytes) {
+    fs::remove_all(bad);
+    fs::copy(good, bad);
+    write_bytes(bad / "rank-1.mkt", bytes);
+    return read_error(bad);
+  };
+  auto cut = [&](std::size_t n) { return std::vector<char>(orig.begin(), orig.begin() + static_cast<long>(n)); };
+  const std::string file = (bad / "rank-1.mkt").string();
+
+  // truncated inside the header, inside a record, inside the footer: errors with file and offset
+  EXPECT_EQ(with(cut(20)), file + ": offset 0: truncated header: needs 48 bytes, the file ends 20 bytes later");
+  EXPECT_EQ(with(cut(48 + 56 * 3 + 10)), file + ": offset 216: truncated record 3: 10 of 56 bytes");
+  std::string e = with(cut(footer + 12));
+  EXPECT_NE(e.find(file + ": offset " + std::to_string(footer + 8) + ": truncated footer record count"),
+            std::string::npos) << e;
+  e = with(cut(orig.size() - 3));
+  EXPECT_NE(e.find(file + ": offset "), std::string::npos) << e;
+  EXPECT_NE(e.find("truncated"), std::string::npos) << e;
+
+  // cut at a record boundary: no footer, so the rank is incomplete, not silently short
+  EXPECT_EQ(with(cut(48 + 56 * 7)), "");
+  const mksim::trace::Run run = mksim::trace::read_run(bad.string());
+  EXPECT_FALSE(run.complete());
+  EXPECT_EQ(run.ranks[1].status, Status::INCOMPLETE);
+  EXPECT_EQ(run.ranks[1].events.size(), 7u);
+  ASSERT_EQ(run.problems.size(), 1u);
+  EXPECT_NE(run.problems[0].find("rank 1: incomplete: no footer"), std::string::npos) << run.problems[0];
+  EXPECT_NE(run.problems[0].find("truncated since"), std::string::npos) << run.problems[0];
+  e = read_error(bad, true);
+  EXPECT_NE(e.find("the run is not complete"), std::string::npos) << e;
+  EXPECT_NE(e.find("rank-1.mkt: rank 1: incomplete"), std::string::npos) << e;
+
+  // a flipped byte in a record (the call-site field of record 2): checksum mismatch at the footer
+  std::vector<char> flipped = orig;
+  flipped[48 + 56 * 2 + 32] ^= 0x10;
+  e = with(flipped);
+  EXPECT_NE(e.find(file + ": offset " + std::to_string(footer) + ": checksum mismatch"), std::string::npos) << e;
+
+  // a footer count that cannot be right: an error, not a huge allocation
+  std::vector<char> modules = orig;
+  for (int k = 0; k < 4; ++k) modules[footer + 32 + k] = static_cast<char>(0xff);
+  EXPECT_EQ(with(modules), file + ": offset " + std::to_string(footer + 32) +
+                               ": 4294967295 modules cannot fit in the file (corrupted)");
+
+  // a wrong version, a wrong magic, a corrupt kind
+  std::vector<char> v2 = orig;
+  v2[8] = 2;
+  EXPECT_EQ(with(v2), file + ": offset 8: format version 2 is not supported (this reader reads version 1)");
+  std::vector<char> magic = orig;
+  magic[0] = 'X';
+  EXPECT_EQ(with(magic), file + ": offset 0: bad magic: not a mktrace file (expected \"MKTRACE1\")");
+  std::vector<char> kind = orig;
+  kind[48 + 56 * 4] = 99;
+  EXPECT_EQ(with(kind), file + ": offset 272: record 4: unknown kind 99 (corrupted)");
+
+  // a missing rank file, and a directory without run.json
+  fs::remove_all(bad);
+  fs::copy(good, bad);
+  fs::remove(bad / "rank-1.mkt");
+  EXPECT_EQ(read_error(bad), file + ": rank 1 of 2: trace file missing");
+  fs::remove(bad / "run.json");
+  e = read_error(bad);
+  EXPECT_NE(e.find("run.json: cannot open"), std::string::npos) << e;
+}
+
+// Every prefix and every single flipped byte of a real file: a TraceError or a valid read, never a crash;
+// a cut is only accepted at a record boundary (as incomplete); a flip in the records is always caught.
+TEST_F(TraceTest, EveryTruncationAndByteFlipIsCaught) {
+  const fs::path good = tmp_ / "good";
+  ASSERT_EQ(trace(BIN + "/apps/atm2d", 2, "64 2", good), 0) << slurp_text(good.string() + ".log");
+  const std::vector<char> orig = read_bytes(good / "rank-0.mkt");
+  const std::size_t footer = 48 + 56 * (1 + 2 * 5 + 5);
+  const fs::path f = tmp_ / "f.mkt";
+  auto outcome = [&](const std::vector<char>& bytes) -> int {  // 0 error, 1 incomplete, 2 with footer
+    write_bytes(f, bytes);
+    try {
+      return mksim::trace::read_rank_file(f.string()).status == Status::INCOMPLETE ? 1 : 2;
+    } catch (const TraceError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(f.string() + ": offset ", 0), 0u) << e.what();
+      return 0;
+    }
+  };
+  for (std::size_t n = 0; n < orig.size(); ++n) {
+    const bool boundary = n >= 48 && n <= footer && (n - 48) % 56 == 0;
+    EXPECT_EQ(outcome(std::vector<char>(orig.begin(), orig.begin() + static_cast<long>(n))), boundary ? 1 : 0)
+        << "cut at " << n;
+  }
+  for (std::size_t i = 48; i < footer; ++i) {
+    std::vector<char> b = orig;
+    b[i] = static_cast<char>(b[i] ^ 0x5a);
+    EXPECT_EQ(outcome(b), 0) << "flip at " << i;
+  }
+  for (std::size_t i : std::vector<std::size_t>{0, 7, 8, 12, 40, footer, footer + 8, footer + 16, footer + 24}) {
+    std::vector<char> b = orig;
+    b[i] = static_cast<char>(b[i] ^ 0x5a);
+    EXPECT_EQ(outcome(b), 0) << "flip at " << i;
+  }
+  for (std::size_t i = footer + 28; i < orig.size(); ++i) {  // status detail, modules, sites: no crash
+    std::vector<char> b = orig;
+    b[i] = static_cast<char>(b[i] ^ 0x5a);
+    outcome(b);
+  }
+}
+
+TEST_F(TraceTest, RunKilledWithSigtermIsReportedNotComplete) {
+  const fs::path dir = tmp_ / "killed";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setpgid(0, 0);
+    setenv("MKTRACE_BUFFER_EVENTS", "1000", 1);  // several block writes before the kill
+    const std::string log = dir.string() + ".log";
+    if (!freopen(log.c_str(), "w", stdout) || !freopen(log.c_str(), "a", stderr)) _exit(127);
+    const std::string app = BIN + "/apps/atm2d";
+    execl(MKTRACE.c_str(), MKTRACE.c_str(), "-np", "2", "-o", dir.c_str(), "--", app.c_str(), "64", "100000000",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // wait until both ranks have written a few blocks, then SIGTERM the launcher (as a user or batch system)
+  const auto start = std::chrono::steady_clock::now();
+  auto big = [&](int r) {
+    std::error_code ec;
+    return fs::file_size(dir / ("rank-" + std::to_string(r) + ".mkt"), ec) > 48 + 56 * 3000 && !ec;
+  };
+  while (!(big(0) && big(1)) && std::chrono::steady_clock::now() - start < std::chrono::seconds(30))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  kill(pid, SIGTERM);
+  int status = 0;
+  for (int i = 0; i < 300 && waitpid(pid, &status, WNOHANG) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (waitpid(pid, &status, WNOHANG) == 0) {  // never leave a run behind
+    kill(-pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "mktrace did not stop after SIGTERM";
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_NE(WEXITSTATUS(status), 0);
+
+  const mksim::trace::Run run = mksim::trace::read_run(dir.string());
+  EXPECT_FALSE(run.complete());
+  ASSERT_EQ(run.problems.size(), 2u);
+  for (const auto& t : run.ranks) {
+    EXPECT_NE(t.status, Status::FINALIZED) << t.file;
+    EXPECT_GT(t.events.size(), 3000u) << t.file;
+    if (t.status == Status::SIGNALED) {
+      EXPECT_EQ(t.status_detail, SIGTERM);
+    }
+  }
+  EXPECT_NE(run.problems[0].find("rank 0: "), std::string::npos);
+  EXPECT_NE(run.problems[0].find(std::to_string(run.ranks[0].events.size()) + " events"), std::string::npos)
+      << run.problems[0];
+  const std::string e = read_error(dir, true);
+  EXPECT_NE(e.find("the run is not complete"), std::string::npos) << e;
+  const std::string json = slurp_text(dir / "run.json");
+  EXPECT_EQ(json.find("finalized"), std::string::npos) << json;
+}
+
+namespace {
+
+// Exercises the wrappers the reference programs do not use: a communicator split in reverse order,
+// MPI_Sendrecv on it, receives from MPI_ANY_SOURCE, bcast on the sub-communicator, alltoall, the wait and
+// test families, probes, the other collectives, dup/cart/free, and (with an argument) MPI_Abort.
+const char* COVERAGE_C = R"(#include <mpi.h>
+int main(int argc, char **argv)
+{
+    int rank, P, sr, ss;
+    double buf[16] = {0}, rbuf[16];
+    MPI_Comm sub;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &sub);
+    MPI_Comm_rank(sub, &sr);
+    MPI_Comm_size(sub, &ss);
+    MPI_Sendrecv(buf, 4, MPI_DOUBLE, (sr + 1) % ss, 7, rbuf, 4, MPI_DOUBLE, (sr + ss - 1) % ss, 7, sub,
+                 MPI_STATUS_IGNORE);
+    if (rank == 0)
+        for (int i = 1; i < P; ++i) MPI_Recv(rbuf, 3, MPI_INT, MPI_ANY_SOURCE, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    else
+        MPI_Send(buf, 3, MPI_INT, 0, 5, MPI_COMM_WORLD);
+    MPI_Bcast(buf, 2, MPI_DOUBLE, 0, sub);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Alltoall(buf, 1, MPI_DOUBLE, rbuf, 1, MPI_DOUBLE, MPI_COMM_WORLD);
+    /* a ring on world: waitany + waitsome, probe, test, testall, iprobe */
+    int left = (rank + P - 1) % P, right = (rank + 1) % P, idx, outc, ids[2], flag = 0, counts[16], displs[16];
+    MPI_Request rq[2];
+    MPI_Irecv(rbuf, 5, MPI_DOUBLE, left, 9, MPI_COMM_WORLD, &rq[0]);
+    MPI_Issend(buf, 5, MPI_DOUBLE, right, 9, MPI_COMM_WORLD, &rq[1]);
+    MPI_Waitany(2, rq, &idx, MPI_STATUS_IGNORE);
+    MPI_Waitsome(2, rq, &outc, ids, MPI_STATUSES_IGNORE);
+    MPI_Send(buf, 6, MPI_DOUBLE, right, 11, MPI_COMM_WORLD);
+    MPI_Probe(MPI_ANY_SOURCE, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv(rbuf, 6, MPI_DOUBLE, left, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Irecv(rbuf, 7, MPI_DOUBLE, left, 12, MPI_COMM_WORLD, &rq[0]);
+    MPI_Isend(buf, 7, MPI_DOUBLE, right, 12, MPI_COMM_WORLD, &rq[1]);
+    do MPI_Test(&rq[0], &flag, MPI_STATUS_IGNORE); while (!flag);
+    do MPI_Testall(1, &rq[1], &flag, MPI_STATUSES_IGNORE); while (!flag);
+    MPI_Send(buf, 2, MPI_DOUBLE, right, 13, MPI_COMM_WORLD);
+    do MPI_Iprobe(left, 13, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE); while (!flag);
+    MPI_Recv(rbuf, 2, MPI_DOUBLE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Isend(buf, 1, MPI_DOUBLE, right, 14, MPI_COMM_WORLD, &rq[0]);
+    MPI_Recv(rbuf, 1, MPI_DOUBLE, left, 14, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+    /* the other collectives, rooted at world rank 1 or 0 */
+    for (int i = 0; i < P; ++i) { counts[i] = 1; displs[i] = i; }
+    MPI_Gather(buf, 1, MPI_DOUBLE, rbuf, 1, MPI_DOUBLE, 1, MPI_COMM_WORLD);
+    MPI_Gatherv(buf, 1, MPI_DOUBLE, rbuf, counts, displs, MPI_DOUBLE, 1, MPI_COMM_WORLD);
+    MPI_Scatter(buf, 1, MPI_DOUBLE, rbuf, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Scatterv(buf, counts, displs, MPI_DOUBLE, rbuf, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Allgather(buf, 1, MPI_DOUBLE, rbuf, 1, MPI_DOUBLE, MPI_COMM_WORLD);
+    MPI_Allgatherv(buf, 1, MPI_DOUBLE, rbuf, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD);
+    MPI_Alltoallv(buf, counts, displs, MPI_DOUBLE, rbuf, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD);
+    MPI_Reduce_scatter(buf, rbuf, counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Comm dup, cart;
+    int dims[1] = {P}, periods[1] = {1};
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Barrier(dup);
+    MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &cart);
+    MPI_Comm_free(&cart);
+    MPI_Comm_free(&dup);
+    MPI_Comm_free(&sub);
+    if (argc > 1 && rank == P - 1) MPI_Abort(MPI_COMM_WORLD, 3);
+    MPI_Finalize();
+    return 0;
+}
+)";
+
+}  // namespace
+
+TEST_F(TraceTest, SubCommunicatorsSendrecvAnySourceCollectivesAndAbort) {
+  const fs::path src = tmp_ / "coverage.c", exe = tmp_ / "coverage";
+  { std::ofstream(src) << COVERAGE_C; }
+  ASSERT_EQ(std::system((std::string(MKSIM_MPICC) + " -O1 -o " + exe.string() + " " + src.string()).c_str()), 0);
+
+  const fs::path dir = tmp_ / "cov";
+  ASSERT_EQ(trace(exe.string(), 4, "", dir), 0) << slurp_text(dir.string() + ".log");
+  const mksim::trace::Run run = mksim::trace::read_run(dir.string(), {.require_complete = true});
+  // split with key -rank: sub-communicator 1 holds world {2, 0} (colour 0) or {3, 1} (colour 1)
+  const int partner[4] = {2, 3, 0, 1}, sub_root[4] = {2, 3, 2, 3};
+  std::set<int> any_sources;
+  for (int r = 0; r < 4; ++r) {
+    const auto& ev = run.ranks[r].events;
+    std::size_t i = 1;
+    ASSERT_EQ(ev[i].kind, Kind::COMM_SPLIT);
+    EXPECT_EQ(ev[i].comm, 0u);
+    EXPECT_EQ(ev[i].root, 1);  // the new communicator's id
+    EXPECT_EQ(ev[i].tag, r % 2);
+    ++i;
+    ASSERT_EQ(ev[i].kind, Kind::SENDRECV);
+    EXPECT_EQ(ev[i].peer, partner[r]);
+    EXPECT_EQ(ev[i].comm, 1u);
+    EXPECT_EQ(ev[i].bytes, 32);
+    ++i;
+    ASSERT_EQ(ev[i].kind, Kind::COMPLETE);  // the receive half, with its actual source
+    EXPECT_EQ(ev[i].peer, partner[r]);
+    EXPECT_EQ(ev[i].root, 1);
+    ++i;
+    for (int k = 0; k < (r == 0 ? 3 : 1); ++k, ++i) {
+      ASSERT_EQ(ev[i].kind, r == 0 ? Kind::RECV : Kind::SEND);
+      EXPECT_EQ(ev[i].tag, 5);
+      EXPECT_EQ(ev[i].bytes, 12);
+      if (r == 0) {
+        any_sources.insert(ev[i].peer);
+      } else {
+        EXPECT_EQ(ev[i].peer, 0);
+      }
+    }
+    ASSERT_EQ(ev[i].kind, Kind::BCAST);
+    EXPECT_EQ(ev[i].root, sub_root[r]);
+    EXPECT_EQ(ev[i].comm, 1u);
+    EXPECT_EQ(ev[i].bytes, 16);
+    ++i;
+    EXPECT_EQ(ev[i++].kind, Kind::BARRIER);
+    ASSERT_EQ(ev[i].kind, Kind::ALLTOALL);
+    EXPECT_EQ(ev[i].bytes, 32);
+    ++i;
+    // the ring: irecv, issend, then waitany and waitsome complete one request each
+    const int left = (r + 3) % 4, right = (r + 1) % 4;
+    ASSERT_EQ(ev[i].kind, Kind::IRECV);
+    EXPECT_EQ(ev[i].peer, left);
+    EXPECT_EQ(ev[i + 1].kind, Kind::ISSEND);
+    EXPECT_EQ(ev[i + 1].peer, right);
+    EXPECT_EQ(ev[i + 2].kind, Kind::WAITANY);
+    EXPECT_EQ(ev[i + 2].root, 1);
+    EXPECT_EQ(ev[i + 3].kind, Kind::COMPLETE);
+    EXPECT_EQ(ev[i + 4].kind, Kind::WAITSOME);
+    EXPECT_EQ(ev[i + 4].root, 1);
+    EXPECT_EQ(ev[i + 5].kind, Kind::COMPLETE);
+    EXPECT_EQ((std::set<std::uint32_t>{ev[i + 3].request, ev[i + 5].request}),
+              (std::set<std::uint32_t>{ev[i].request, ev[i + 1].request}));
+    i += 6;
+    EXPECT_EQ(ev[i].kind, Kind::SEND);
+    ASSERT_EQ(ev[i + 1].kind, Kind::PROBE);  // asked for ANY_SOURCE, recorded the matched source and size
+    EXPECT_EQ(ev[i + 1].peer, left);
+    EXPECT_EQ(ev[i + 1].bytes, 48);
+    EXPECT_EQ(ev[i + 2].kind, Kind::RECV);
+    i += 3;
+    EXPECT_EQ(ev[i].kind, Kind::IRECV);
+    EXPECT_EQ(ev[i + 1].kind, Kind::ISEND);
+    i += 2;
+    std::map<Kind, int> polls;
+    while (i < ev.size() && ev[i].kind != Kind::SEND) ++polls[ev[i++].kind];
+    EXPECT_GE(polls[Kind::TEST], 1);
+    EXPECT_GE(polls[Kind::TESTALL], 1);
+    EXPECT_EQ(polls[Kind::COMPLETE], 2);
+    ++i;
+    while (i < ev.size() && ev[i].kind == Kind::IPROBE) ++i;
+    EXPECT_EQ(ev[i - 1].root, 1);  // the last iprobe found the message
+    EXPECT_EQ(ev[i - 1].peer, left);
+    ASSERT_EQ(ev[i].kind, Kind::RECV);  // ANY_SOURCE, ANY_TAG: the actual source and tag
+    EXPECT_EQ(ev[i].peer, left);
+    EXPECT_EQ(ev[i].tag, 13);
+    ++i;
+    ASSERT_EQ(ev[i].kind, Kind::ISEND);
+    EXPECT_EQ(ev[i + 1].kind, Kind::RECV);
+    ASSERT_EQ(ev[i + 2].kind, Kind::WAIT);
+    EXPECT_EQ(ev[i + 2].root, 1);
+    ASSERT_EQ(ev[i + 3].kind, Kind::COMPLETE);
+    EXPECT_EQ(ev[i + 3].request, ev[i].request);
+    EXPECT_EQ(ev[i + 3].peer, right);
+    EXPECT_EQ(ev[i + 3].tag, 14);
+    i += 4;
+    const std::vector<Want> colls = {
+        {Kind::GATHER, -1, -1, 8, 1},      {Kind::GATHERV, -1, -1, 8, 1},
+        {Kind::SCATTER, -1, -1, 8, 0},     {Kind::SCATTERV, -1, -1, r == 0 ? 32 : 8, 0},
+        {Kind::ALLGATHER, -1, -1, 8, -1},  {Kind::ALLGATHERV, -1, -1, 8, -1},
+        {Kind::ALLTOALLV, -1, -1, 32, -1}, {Kind::REDUCE_SCATTER, -1, -1, 32, -1}};
+    for (const Want& w : colls) {
+      ASSERT_LT(i, ev.size());
+      EXPECT_EQ(ev[i].kind, w.kind) << kind_name(ev[i].kind);
+      EXPECT_EQ(ev[i].bytes, w.bytes) << kind_name(w.kind);
+      EXPECT_EQ(ev[i].root, w.root) << kind_name(w.kind);
+      ++i;
+    }
+    ASSERT_EQ(ev[i].kind, Kind::COMM_DUP);
+    EXPECT_EQ(ev[i].root, 2);
+    EXPECT_EQ(ev[i + 1].kind, Kind::BARRIER);
+    EXPECT_EQ(ev[i + 1].comm, 2u);
+    ASSERT_EQ(ev[i + 2].kind, Kind::CART_CREATE);
+    EXPECT_EQ(ev[i + 2].root, 3);
+    EXPECT_EQ(ev[i + 2].tag, 1);
+    i += 3;
+    for (std::uint32_t id : {3u, 2u, 1u}) {
+      ASSERT_EQ(ev[i].kind, Kind::COMM_FREE);
+      EXPECT_EQ(ev[i].comm, id);
+      ++i;
+    }
+    EXPECT_EQ(ev[i].kind, Kind::FINALIZE);
+    EXPECT_EQ(ev.size(), i + 1);
+  }
+  EXPECT_EQ(any_sources, (std::set<int>{1, 2, 3}));
+  EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
+
+  // drop rank 0's receives of tag 5: the three sends are reported with rank, peer, tag, bytes and call site
+  mksim::trace::Run broken = run;
+  std::erase_if(broken.ranks[0].events, [](const Event& e) { return e.kind == Kind::RECV && e.tag == 5; });
+  const auto unmatched = mksim::trace::unmatched_messages(broken);
+  ASSERT_EQ(unmatched.size(), 3u);
+  EXPECT_EQ(unmatched[0].rfind("rank 1: send to 0, tag 5, 12 bytes, comm 0, at coverage+0x", 0), 0u) << unmatched[0];
+  EXPECT_NE(unmatched[0].find(": no matching receive"), std::string::npos) << unmatched[0];
+
+  // MPI_Abort on the last rank: its trace says so, the run is not complete
+  const fs::path adir = tmp_ / "abort";
+  EXPECT_NE(trace(exe.string(), 4, "abort", adir), 0);
+  const mksim::trace::Run aborted = mksim::trace::read_run(adir.string());
+  EXPECT_FALSE(aborted.complete());
+  EXPECT_EQ(aborted.ranks[3].status, Status::ABORTED);
+  EXPECT_EQ(aborted.ranks[3].status_detail, 3);
+  EXPECT_EQ(aborted.ranks[3].events.back().kind, Kind::ABORT);
+  bool said = false;
+  for (const auto& p : aborted.problems) said |= p.find("rank 3: MPI_Abort (error code 3)") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+namespace {
+
+// A Fortran (mpif.h) program: OpenMPI's Fortran bindings call PMPI_* directly, so this checks the
+// tracer's own Fortran wrappers, including the status copied back to the program.
+const char* FORTRAN_F90 = R"(program ftrace
+  implicit none
+  include 'mpif.h'
+  integer :: ierr, rank, p, left, right, reqs(2), st(MPI_STATUS_SIZE), i
+  double precision :: a(8), b(8), s, t
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call MPI_Comm_size(MPI_COMM_WORLD, p, ierr)
+  left = mod(rank + p - 1, p)
+  right = mod(rank + 1, p)
+  a = rank
+  do i = 1, 3
+    call MPI_Irecv(b, 8, MPI_DOUBLE_PRECISION, left, 1, MPI_COMM_WORLD, reqs(1), ierr)
+    call MPI_Isend(a, 8, MPI_DOUBLE_PRECISION, right, 1, MPI_COMM_WORLD, reqs(2), ierr)
+    call MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE, ierr)
+  end do
+  call MPI_Send(a, 4, MPI_DOUBLE_PRECISION, right, 2, MPI_COMM_WORLD, ierr)
+  call MPI_Recv(b, 4, MPI_DOUBLE_PRECISION, MPI_ANY_SOURCE, 2, MPI_COMM_WORLD, st, ierr)
+  if (st(MPI_SOURCE) /= left) stop 3
+  s = b(1)
+  call MPI_Allreduce(s, t, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call MPI_Bcast(t, 1, MPI_DOUBLE_PRECISION, 1, MPI_COMM_WORLD, ierr)
+  call MPI_Reduce(s, t, 1, MPI_DOUBLE_PRECISION, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
+  call MPI_Barrier(MPI_COMM_WORLD, ierr)
+  call MPI_Finalize(ierr)
+end program
+)";
+
+}  // namespace
+
+TEST_F(TraceTest, FortranProgramIsTraced) {
+  const std::string mpifort = MKSIM_MPIFORT;
+  if (mpifort.empty()) GTEST_SKIP() << "no mpifort";
+  const fs::path src = tmp_ / "ftrace.f90", exe = tmp_ / "ftrace";
+  { std::ofstream(src) << FORTRAN_F90; }
+  ASSERT_EQ(std::system((mpifort + " -O1 -o " + exe.string() + " " + src.string()).c_str()), 0);
+  const fs::path dir = tmp_ / "f";
+  ASSERT_EQ(trace(exe.string(), 2, "", dir), 0) << slurp_text(dir.string() + ".log");
+  const mksim::trace::Run run = mksim::trace::read_run(dir.string(), {.require_complete = true});
+  for (int r = 0; r < 2; ++r) {
+    const int other = 1 - r;
+    std::vector<Want> w = head();
+    for (int i = 0; i < 3; ++i) {
+      w.push_back({Kind::IRECV, other, 1, 64, -1});
+      w.push_back({Kind::ISEND, other, 1, 64, -1});
+      w.push_back({Kind::WAITALL, -1, -1, 0, 2});
+      w.push_back({Kind::COMPLETE, other, 1, 64, 1});
+      w.push_back({Kind::COMPLETE, other, 1, 64, 0});
+    }
+    w.push_back({Kind::SEND, other, 2, 32, -1});
+    w.push_back({Kind::RECV, other, 2, 32, -1});
+    w.push_back({Kind::ALLREDUCE, -1, -1, 8, -1});
+    w.push_back({Kind::BCAST, -1, -1, 8, 1});
+    w.push_back({Kind::REDUCE, -1, -1, 8, 0});
+    w.push_back({Kind::BARRIER});
+    w.push_back({Kind::FINALIZE});
+    expect_events(run.ranks[r], w);
+    expect_requests_tied(run.ranks[r]);
+  }
+  EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
+}
