@@ -1,0 +1,25 @@
+// Import of SimGrid time-independent traces (smpirun -trace-ti, SimGrid 3.32 syntax) into the event model of
+// the binary tracer (trace.hpp). Format, mapping and what differs from format v1: README.md, "SimGrid
+// time-independent traces".
+#pragma once
+
+#include "skeletons/trace/trace.hpp"
+
+#include <string>
+#include <vector>
+
+namespace mksim::trace {
+
+/** @brief Read a time-independent trace: `index` is the file given to smpirun with
+ *  --cfg=tracing/filename (one rank file per line, rank 0 first; relative paths are relative to the
+ *  index file's directory). Every line is checked (rank, action, field count, numbers); any problem throws
+ *  TraceError naming the file and line. Times are 0 (TI traces have none), call sites 0, communicators 0.
+ *  If `compute_flops` is given it receives, per rank, the sum of the `compute` actions (flops), which the
+ *  event model has no kind for. */
+Run read_ti_run(const std::string& index, std::vector<double>* compute_flops = nullptr);
+
+/** @brief Size in bytes of an SMPI 3.32 predefined datatype id as written in TI traces (0 = MPI_DOUBLE,
+ *  1 = MPI_INT, ...), or -1 if the id is not a known fixed-size type. */
+int ti_datatype_size(int id);
+
+}  // namespace mksim::trace

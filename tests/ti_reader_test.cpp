@@ -1,0 +1,299 @@
+// Import of SimGrid time-independent traces (no mocks): atm2d and cg run under smpirun -trace-ti at P = 4,
+// imported with read_ti_run and compared event by event with what the programs do (the same expectations
+// as tests/trace_test.cpp for the binary tracer); every action of a hand-written file; bad inputs.
+#include "skeletons/trace/ti_reader.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using mksim::trace::Event;
+using mksim::trace::Kind;
+using mksim::trace::Status;
+using mksim::trace::TraceError;
+
+namespace {
+
+const std::string BIN = MKSIM_BINARY_DIR;
+const std::string SRC = MKSIM_SOURCE_DIR;
+
+class TiReaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    tmp_ = fs::temp_directory_path() / ("mksim_ti_" + std::string(info->name()) + "_" + std::to_string(getpid()));
+    fs::remove_all(tmp_);
+    fs::create_directories(tmp_);
+  }
+  void TearDown() override { fs::remove_all(tmp_); }
+  void write(const std::string& name, const std::string& text) { std::ofstream(tmp_ / name) << text; }
+  // an index listing the given rank files (relative to the index's directory)
+  std::string index(const std::vector<std::string>& files) {
+    std::string s;
+    for (const auto& f : files) s += f + "\n";
+    write("ti.txt", s);
+    return (tmp_ / "ti.txt").string();
+  }
+  fs::path tmp_;
+};
+
+// smpirun -trace-ti at P ranks on the T3E platform; returns the index file, or "" (and skips) without SMPI
+std::string run_ti(const fs::path& dir, const std::string& app, int P, const std::string& args) {
+  const std::string exe = BIN + "/apps-smpi/" + app;
+  if (std::system("command -v smpirun >/dev/null 2>&1") != 0 || !fs::exists(exe)) return "";
+  std::ofstream hosts(dir / "hosts");
+  for (int i = 0; i < P; ++i) hosts << "node-" << i << "\n";
+  hosts.close();
+  const std::string idx = (dir / "ti.txt").string();
+  const std::string cmd = "smpirun -np " + std::to_string(P) + " -platform " + SRC + "/platforms/t3e.xml -hostfile " +
+                          (dir / "hosts").string() + " -trace-ti --cfg=tracing/filename:" + idx +
+                          " --cfg=smpi/simulate-computation:no --log=root.thresh:warning " + exe + " " + args + " >" +
+                          (dir / "out.log").string() + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << cmd;
+  return idx;
+}
+
+struct Want {
+  Kind kind;
+  int peer = -1;
+  int tag = -1;
+  long bytes = 0;
+  int root = -1;
+};
+
+void expect_events(const mksim::trace::RankTrace& t, const std::vector<Want>& want) {
+  ASSERT_EQ(t.events.size(), want.size()) << t.file;
+  std::map<std::string, int> got_kinds, want_kinds;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    got_kinds[std::string(kind_name(t.events[i].kind))]++;
+    want_kinds[std::string(kind_name(want[i].kind))]++;
+  }
+  EXPECT_EQ(got_kinds, want_kinds) << t.file << ": number of each kind of call";
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const Event& e = t.events[i];
+    const Want& w = want[i];
+    const std::string at = t.file + " event " + std::to_string(i) + " (" + std::string(kind_name(w.kind)) + ")";
+    ASSERT_EQ(e.kind, w.kind) << at << " got " << kind_name(e.kind);
+    EXPECT_EQ(e.peer, w.peer) << at;
+    EXPECT_EQ(e.tag, w.tag) << at;
+    EXPECT_EQ(e.bytes, w.bytes) << at;
+    EXPECT_EQ(e.root, w.root) << at;
+    EXPECT_EQ(e.comm, 0u) << at;
+    EXPECT_EQ(e.t_enter, 0.0) << at;
+    EXPECT_EQ(e.t_exit, 0.0) << at;
+  }
+}
+
+// Every isend/irecv's request id is the one of exactly one later COMPLETE record, on the same peer and tag.
+void expect_requests_tied(const mksim::trace::RankTrace& t) {
+  std::map<std::uint32_t, const Event*> open;
+  for (const Event& e : t.events) {
+    if (e.kind == Kind::ISEND || e.kind == Kind::IRECV) {
+      ASSERT_NE(e.request, 0u);
+      open[e.request] = &e;
+    } else if (e.kind == Kind::COMPLETE) {
+      auto it = open.find(e.request);
+      ASSERT_NE(it, open.end()) << t.file << ": completion of unknown request " << e.request;
+      EXPECT_EQ(e.peer, it->second->peer);
+      EXPECT_EQ(e.tag, it->second->tag);
+      EXPECT_EQ(e.bytes, it->second->bytes);
+      open.erase(it);
+    }
+  }
+  EXPECT_TRUE(open.empty()) << t.file << ": requests never completed";
+}
+
+// The expectations of tests/trace_test.cpp (binary tracer) for the same programs.
+std::vector<Want> head() { return {{Kind::INIT}}; }
+void tail(std::vector<Want>& w) {
+  for (int i = 0; i < 4; ++i) w.push_back({Kind::REDUCE, -1, -1, 8, 0});
+  w.push_back({Kind::FINALIZE});
+}
+
+std::vector<Want> atm2d_events(int P, int rank, int N, int steps) {
+  int L = 0;
+  while ((2 << L) <= P) ++L;
+  const int Px = 1 << (L / 2), Py = P / Px, x = rank % Px, y = rank / Px;
+  const long ns = 2L * (N / Px) * 8, ew = 2L * (N / Py) * 8;
+  struct Ex { bool on; int peer, stag, rtag; long bytes; };
+  const Ex north{y > 0, rank - Px, 1, 2, ns}, south{y < Py - 1, rank + Px, 2, 1, ns};
+  const Ex east{x < Px - 1, rank + 1, 3, 4, ew}, west{x > 0, rank - 1, 4, 3, ew};
+  const bool red = (x + y) % 2 == 0;
+  const std::vector<Ex> order = red ? std::vector<Ex>{north, south, east, west} : std::vector<Ex>{south, north, west, east};
+  std::vector<Want> w = head();
+  for (int s = 0; s < steps; ++s)
+    for (const Ex& e : order) {
+      if (!e.on) continue;
+      w.push_back({Kind::ISEND, e.peer, e.stag, e.bytes, -1});
+      w.push_back({Kind::IRECV, e.peer, e.rtag, e.bytes, -1});
+      w.push_back({Kind::WAITALL, -1, -1, 0, 2});
+      w.push_back({Kind::COMPLETE, e.peer, e.stag, e.bytes, 0});
+      w.push_back({Kind::COMPLETE, e.peer, e.rtag, e.bytes, 1});
+    }
+  tail(w);
+  return w;
+}
+
+std::vector<Want> cg_events(int P, int rank, int nx, int iters) {
+  const long b = nx * 8L;
+  std::vector<Want> w = head();
+  auto halo = [&] {
+    std::vector<Want> done;
+    if (rank > 0) {
+      w.push_back({Kind::IRECV, rank - 1, 1, b, -1});
+      w.push_back({Kind::ISEND, rank - 1, 2, b, -1});
+      done.push_back({Kind::COMPLETE, rank - 1, 1, b, 1});
+      done.push_back({Kind::COMPLETE, rank - 1, 2, b, 0});
+    }
+    if (rank < P - 1) {
+      w.push_back({Kind::IRECV, rank + 1, 2, b, -1});
+      w.push_back({Kind::ISEND, rank + 1, 1, b, -1});
+      done.push_back({Kind::COMPLETE, rank + 1, 2, b, 1});
+      done.push_back({Kind::COMPLETE, rank + 1, 1, b, 0});
+    }
+    w.push_back({Kind::WAITALL, -1, -1, 0, static_cast<int>(done.size())});
+    w.insert(w.end(), done.begin(), done.end());
+  };
+  halo();
+  w.push_back({Kind::ALLREDUCE, -1, -1, 8, -1});
+  for (int it = 0; it < iters; ++it) {
+    halo();
+    w.push_back({Kind::ALLREDUCE, -1, -1, 8, -1});
+    w.push_back({Kind::ALLREDUCE, -1, -1, 8, -1});
+  }
+  tail(w);
+  return w;
+}
+
+TEST_F(TiReaderTest, Atm2dUnderSmpi) {
+  const std::string idx = run_ti(tmp_, "atm2d", 4, "64 10");
+  if (idx.empty()) GTEST_SKIP() << "smpirun or the smpicc build of atm2d missing";
+  std::vector<double> flops;
+  const auto run = mksim::trace::read_ti_run(idx, &flops);
+  ASSERT_EQ(run.P, 4);
+  EXPECT_TRUE(run.complete());
+  ASSERT_EQ(flops.size(), 4u);
+  for (int r = 0; r < 4; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_EQ(run.ranks[r].rank, r);
+    EXPECT_EQ(run.ranks[r].status, Status::FINALIZED);
+    EXPECT_EQ(flops[r], 0.0);  // simulate-computation:no: SMPI writes no compute actions
+    expect_events(run.ranks[r], atm2d_events(4, r, 64, 10));
+    expect_requests_tied(run.ranks[r]);
+  }
+}
+
+TEST_F(TiReaderTest, CgUnderSmpi) {
+  const std::string idx = run_ti(tmp_, "cg", 4, "1024 20");
+  if (idx.empty()) GTEST_SKIP() << "smpirun or the smpicc build of cg missing";
+  const auto run = mksim::trace::read_ti_run(idx);
+  ASSERT_EQ(run.P, 4);
+  EXPECT_TRUE(run.complete());
+  for (int r = 0; r < 4; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    expect_events(run.ranks[r], cg_events(4, r, 32, 20));  // nx = sqrt(N)
+    expect_requests_tied(run.ranks[r]);
+  }
+}
+
+// Every action SimGrid 3.32 writes, in its exact syntax (as written by smpirun for a test program with these
+// calls at P = 2; trailing blanks included), mapped field by field.
+TEST_F(TiReaderTest, EveryAction) {
+  write("r0.txt",
+        "0 init\n0 compute 1.5\n0 send 1 7 3 0\n0 irecv 1 9 5 1\n0 wait 1 0 9\n0 barrier\n0 bcast 4 1 0 \n"
+        "0 reduce 2 0 1 0 \n0 allreduce 6 0 1 \n0 gather 2 2 1 0 0\n0 allgather 2 2 0 0\n0 alltoall 3 3 2 2\n"
+        "0 scatter 2 2 0 0 0\n0 send 1 11 5 11\n0 recv 1 11 5 11\n0 gatherv 1 1 1 0 0 0\n"
+        "0 allgatherv 1 1 1 0 0\n0 alltoallv 2 1 1 2 1 1 0 0\n0 reducescatter 1 2 0 0\n0 scatterv 1 2 1 0 0 0\n"
+        "0 isend 1 3 2 4\n0 ssend 1 3 1 6\n0 compute 2.5\n0 waitall 3\n0 irecv -333 3 2 0\n0 wait -333 0 3\n"
+        "0 finalize\n");
+  write("r1.txt", "1 init\n");
+  std::vector<double> flops;
+  const auto run = mksim::trace::read_ti_run(index({"r0.txt", "r1.txt"}), &flops);
+  EXPECT_EQ(flops, (std::vector<double>{4.0, 0.0}));
+  ASSERT_EQ(run.problems.size(), 1u);
+  EXPECT_NE(run.problems[0].find("rank 1: incomplete: no finalize"), std::string::npos) << run.problems[0];
+  EXPECT_EQ(run.ranks[1].status, Status::INCOMPLETE);
+  expect_events(run.ranks[0], {{Kind::INIT},
+                               {Kind::SEND, 1, 7, 24},
+                               {Kind::IRECV, 1, 9, 20},
+                               {Kind::WAIT, -1, -1, 0, 1},
+                               {Kind::COMPLETE, 1, 9, 20, 1},
+                               {Kind::BARRIER},
+                               {Kind::BCAST, -1, -1, 32, 1},
+                               {Kind::REDUCE, -1, -1, 16, 1},
+                               {Kind::ALLREDUCE, -1, -1, 24},
+                               {Kind::GATHER, -1, -1, 16, 1},
+                               {Kind::ALLGATHER, -1, -1, 16},
+                               {Kind::ALLTOALL, -1, -1, 6},
+                               {Kind::SCATTER, -1, -1, 16, 0},
+                               {Kind::SEND, 1, 11, 20},
+                               {Kind::RECV, 1, 11, 20},
+                               {Kind::GATHERV, -1, -1, 8, 0},
+                               {Kind::ALLGATHERV, -1, -1, 8},
+                               {Kind::ALLTOALLV, -1, -1, 16},
+                               {Kind::REDUCE_SCATTER, -1, -1, 24},
+                               {Kind::SCATTERV, -1, -1, 24, 0},
+                               {Kind::ISEND, 1, 3, 16},
+                               {Kind::SSEND, 1, 3, 1},
+                               {Kind::WAITALL, -1, -1, 0, 1},
+                               {Kind::COMPLETE, 1, 3, 16, 0},
+                               {Kind::IRECV, mksim::trace::ANY, 3, 16},  // MPI_ANY_SOURCE, as SMPI writes it
+                               {Kind::WAIT, -1, -1, 0, 1},
+                               {Kind::COMPLETE, mksim::trace::ANY, 3, 16, 1},
+                               {Kind::FINALIZE}});
+  EXPECT_EQ(run.ranks[0].events[2].request, 1u);
+  EXPECT_EQ(run.ranks[0].events[4].request, 1u);
+  EXPECT_EQ(run.ranks[0].events[23].request, 2u);
+}
+
+// read_ti_run must throw TraceError whose message contains `what`
+void expect_error(const std::string& idx, const std::string& what) {
+  try {
+    (void)mksim::trace::read_ti_run(idx);
+    ADD_FAILURE() << "no error, expected: " << what;
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << "got: " << e.what() << "\nexpected: " << what;
+  }
+}
+
+TEST_F(TiReaderTest, BadInput) {
+  const std::string f = (tmp_ / "r0.txt").string();
+  const auto one = [&](const std::string& text) {
+    write("r0.txt", text);
+    return index({"r0.txt"});
+  };
+  expect_error(one("0 init\n0 frobnicate 1 2\n"), f + ": line 2: unknown action 'frobnicate'");
+  expect_error(one("0 init\n0 isend 1 2 64\n"), f + ": line 2: 'isend' needs 4 fields (peer tag count datatype), got 3");
+  expect_error(one("0 init\n0 isend\n"), f + ": line 2: 'isend' needs 4 fields (peer tag count datatype), got 0");
+  expect_error(one("0 init\n0 send 0 x 8 0\n"), f + ": line 2: field 2 of 'send' is not an integer: 'x'");
+  expect_error(one("0 init\n0 compute 1e\n"), f + ": line 2: field 1 of 'compute' is not a number: '1e'");
+  expect_error(one("0 init\n0 send 3 1 8 0\n"), f + ": line 2: field 1 of 'send' is not a rank of 0..0: 3");
+  expect_error(one("0 init\n0 send 0 1 8 99\n"), f + ": line 2: unknown datatype id 99 in field 4");
+  expect_error(one("0 init\n0 send 0 1 -8 0\n"), f + ": line 2: field 3 of 'send' is negative: -8");
+  expect_error(one("1 init\n"), f + ": line 1: line of rank 1 in the file of rank 0");
+  expect_error(one("0 init\n\n"), f + ": line 2: empty line");
+  expect_error(one("0\n"), f + ": line 1: no action after the rank");
+  expect_error(one("0 init\n0 wait 0 0 5\n"), f + ": line 2: wait for no pending request (source 0, destination 0, tag 5)");
+  expect_error(one("0 init\n0 finalize\n0 barrier\n"), f + ": line 3: action 'barrier' after finalize");
+  expect_error(one("0 gatherv 1 1 0 0\n"), f + ": line 1: 'gatherv' needs 5 fields");
+  // a truncated last line (the writer was killed mid-line)
+  expect_error(one("0 init\n0 irecv 1 9\n"), f + ": line 2: 'irecv' needs 4 fields");
+  // missing rank file, missing index
+  write("r0.txt", "0 init\n0 finalize\n");
+  expect_error(index({"r0.txt", "gone.txt"}), (tmp_ / "gone.txt").string() + ": rank 1 of 2: trace file missing or unreadable");
+  expect_error((tmp_ / "nope.txt").string(), (tmp_ / "nope.txt").string() + ": cannot open the index file");
+  write("ti.txt", "");
+  expect_error((tmp_ / "ti.txt").string(), "ti.txt: no rank files listed");
+}
+
+}  // namespace
