@@ -3,6 +3,8 @@
 // as tests/trace_test.cpp for the binary tracer); every action of a hand-written file; bad inputs.
 #include "skeletons/trace/ti_reader.hpp"
 
+#include "tests/trace_expectations.hpp"
+
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -20,6 +22,11 @@ using mksim::trace::Event;
 using mksim::trace::Kind;
 using mksim::trace::Status;
 using mksim::trace::TraceError;
+using trace_expect::atm2d_events;
+using trace_expect::head;
+using trace_expect::tail;
+using trace_expect::cg_events;
+using trace_expect::Want;
 
 namespace {
 
@@ -63,13 +70,6 @@ std::string run_ti(const fs::path& dir, const std::string& app, int P, const std
   return idx;
 }
 
-struct Want {
-  Kind kind;
-  int peer = -1;
-  int tag = -1;
-  long bytes = 0;
-  int root = -1;
-};
 
 void expect_events(const mksim::trace::RankTrace& t, const std::vector<Want>& want) {
   ASSERT_EQ(t.events.size(), want.size()) << t.file;
@@ -113,67 +113,6 @@ void expect_requests_tied(const mksim::trace::RankTrace& t) {
   EXPECT_TRUE(open.empty()) << t.file << ": requests never completed";
 }
 
-// The expectations of tests/trace_test.cpp (binary tracer) for the same programs.
-std::vector<Want> head() { return {{Kind::INIT}}; }
-void tail(std::vector<Want>& w) {
-  for (int i = 0; i < 4; ++i) w.push_back({Kind::REDUCE, -1, -1, 8, 0});
-  w.push_back({Kind::FINALIZE});
-}
-
-std::vector<Want> atm2d_events(int P, int rank, int N, int steps) {
-  int L = 0;
-  while ((2 << L) <= P) ++L;
-  const int Px = 1 << (L / 2), Py = P / Px, x = rank % Px, y = rank / Px;
-  const long ns = 2L * (N / Px) * 8, ew = 2L * (N / Py) * 8;
-  struct Ex { bool on; int peer, stag, rtag; long bytes; };
-  const Ex north{y > 0, rank - Px, 1, 2, ns}, south{y < Py - 1, rank + Px, 2, 1, ns};
-  const Ex east{x < Px - 1, rank + 1, 3, 4, ew}, west{x > 0, rank - 1, 4, 3, ew};
-  const bool red = (x + y) % 2 == 0;
-  const std::vector<Ex> order = red ? std::vector<Ex>{north, south, east, west} : std::vector<Ex>{south, north, west, east};
-  std::vector<Want> w = head();
-  for (int s = 0; s < steps; ++s)
-    for (const Ex& e : order) {
-      if (!e.on) continue;
-      w.push_back({Kind::ISEND, e.peer, e.stag, e.bytes, -1});
-      w.push_back({Kind::IRECV, e.peer, e.rtag, e.bytes, -1});
-      w.push_back({Kind::WAITALL, -1, -1, 0, 2});
-      w.push_back({Kind::COMPLETE, e.peer, e.stag, e.bytes, 0});
-      w.push_back({Kind::COMPLETE, e.peer, e.rtag, e.bytes, 1});
-    }
-  tail(w);
-  return w;
-}
-
-std::vector<Want> cg_events(int P, int rank, int nx, int iters) {
-  const long b = nx * 8L;
-  std::vector<Want> w = head();
-  auto halo = [&] {
-    std::vector<Want> done;
-    if (rank > 0) {
-      w.push_back({Kind::IRECV, rank - 1, 1, b, -1});
-      w.push_back({Kind::ISEND, rank - 1, 2, b, -1});
-      done.push_back({Kind::COMPLETE, rank - 1, 1, b, 1});
-      done.push_back({Kind::COMPLETE, rank - 1, 2, b, 0});
-    }
-    if (rank < P - 1) {
-      w.push_back({Kind::IRECV, rank + 1, 2, b, -1});
-      w.push_back({Kind::ISEND, rank + 1, 1, b, -1});
-      done.push_back({Kind::COMPLETE, rank + 1, 2, b, 1});
-      done.push_back({Kind::COMPLETE, rank + 1, 1, b, 0});
-    }
-    w.push_back({Kind::WAITALL, -1, -1, 0, static_cast<int>(done.size())});
-    w.insert(w.end(), done.begin(), done.end());
-  };
-  halo();
-  w.push_back({Kind::ALLREDUCE, -1, -1, 8, -1});
-  for (int it = 0; it < iters; ++it) {
-    halo();
-    w.push_back({Kind::ALLREDUCE, -1, -1, 8, -1});
-    w.push_back({Kind::ALLREDUCE, -1, -1, 8, -1});
-  }
-  tail(w);
-  return w;
-}
 
 TEST_F(TiReaderTest, Atm2dUnderSmpi) {
   const std::string idx = run_ti(tmp_, "atm2d", 4, "64 10");
