@@ -1,19 +1,23 @@
-// Trace capture and reading on real OpenMPI runs (no mocks): the reference programs atm2d and cg traced at
-// P = 1, 2, 4 with the mktrace launcher, checked call by call against what the programs do; corrupt,
+// Trace capture and reading on real OpenMPI runs (no mocks): the reference programs (atm2d, cg, pge1, pge2,
+// master_worker) traced at P = 1, 2, 4 with the mktrace launcher, checked call by call against what the
+// programs do, every message matched with its receive; corrupt,
 // truncated and missing files; a run killed with SIGTERM; a small program for the other wrappers.
 #include "skeletons/trace/reader.hpp"
 
 #include "tests/trace_expectations.hpp"
 
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -21,6 +25,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -32,6 +37,10 @@ using trace_expect::atm2d_events;
 using trace_expect::head;
 using trace_expect::tail;
 using trace_expect::cg_events;
+using trace_expect::master_worker_events;
+using trace_expect::MasterWorker;
+using trace_expect::pge1_events;
+using trace_expect::pge2_events;
 using trace_expect::Want;
 
 namespace {
@@ -124,13 +133,56 @@ void expect_requests_tied(const mksim::trace::RankTrace& t) {
 }
 
 
-// the calls the programs count in "mpi_calls:" (isend, irecv and collectives, not the 4 result reductions)
-long counted_calls(const mksim::trace::Run& run) {
+// the calls the programs count in "mpi_calls:" (sends, receives and collectives, not the `uncounted`
+// reductions per rank that print the results: trace_expect::tail)
+long counted_calls(const mksim::trace::Run& run, int uncounted = 4) {
   long n = 0;
   for (const auto& t : run.ranks)
     for (const Event& e : t.events)
-      n += e.kind == Kind::ISEND || e.kind == Kind::IRECV || mksim::trace::is_collective(e.kind);
-  return n - 4L * run.P;
+      n += mksim::trace::is_send(e.kind) || e.kind == Kind::RECV || e.kind == Kind::IRECV ||
+           mksim::trace::is_collective(e.kind);
+  return n - static_cast<long>(uncounted) * run.P;
+}
+
+// the messages of the gtest failures that check() reports (without failing the calling test)
+template <class Check>
+std::vector<std::string> failures_of(Check check) {
+  ::testing::TestPartResultArray results;
+  {
+    const ::testing::ScopedFakeTestPartResultReporter intercept(
+        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &results);
+    check();
+  }
+  std::vector<std::string> out;
+  for (int i = 0; i < results.size(); ++i) out.emplace_back(results.GetTestPartResult(i).message());
+  return out;
+}
+
+// Every message has the size of the receive it is matched with: sends and completed receives paired in
+// order per (sender, receiver, tag) as MPI's non-overtaking rule pairs them (unmatched_messages checks
+// the counts; this the sizes). Receives with an unknown source are left to unmatched_messages.
+void expect_sizes_matched(const mksim::trace::Run& run) {
+  using Channel = std::tuple<int, int, int>;
+  std::map<Channel, std::vector<std::int64_t>> sent, received;
+  for (const auto& t : run.ranks) {
+    std::map<std::uint32_t, std::size_t> irecv_at;  // request -> index in this rank's posted receives
+    std::vector<std::pair<Channel, std::int64_t>> posted;
+    for (const Event& e : t.events) {
+      if (mksim::trace::is_send(e.kind)) {
+        sent[{t.rank, e.peer, e.tag}].push_back(e.bytes);
+      } else if (e.kind == Kind::RECV || e.kind == Kind::IRECV) {
+        if (e.kind == Kind::IRECV) irecv_at[e.request] = posted.size();
+        posted.push_back({{e.peer, t.rank, e.tag}, e.bytes});
+      } else if (e.kind == Kind::COMPLETE && e.root == 1 && irecv_at.count(e.request)) {
+        posted[irecv_at[e.request]] = {{e.peer, t.rank, e.tag}, e.bytes};  // the actual source, tag, size
+      }
+    }
+    for (const auto& [channel, bytes] : posted) received[channel].push_back(bytes);
+  }
+  for (const auto& [channel, sizes] : sent) {
+    const auto& [from, to, tag] = channel;
+    EXPECT_EQ(sizes, received[channel]) << "messages from " << from << " to " << to << " with tag " << tag;
+  }
 }
 
 std::set<std::uint64_t> sites_of(const mksim::trace::RankTrace& t, Kind kind) {
@@ -171,6 +223,7 @@ TEST_F(TraceTest, Atm2dEveryCallPeerTagAndSizeAtP124) {
     }
     EXPECT_EQ(counted_calls(run), field(slurp_text(dir.string() + ".log"), "mpi_calls"));
     EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
+    expect_sizes_matched(run);
   }
 }
 
@@ -191,6 +244,112 @@ TEST_F(TraceTest, CgEveryCallPeerTagAndSizeAtP124) {
     }
     EXPECT_EQ(counted_calls(run), field(slurp_text(dir.string() + ".log"), "mpi_calls"));
     EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
+    expect_sizes_matched(run);
+  }
+}
+
+TEST_F(TraceTest, Pge1EveryCallPeerTagAndSizeAtP124) {
+  // M = 10 systems in blocks of K = 4: three blocks per sweep, the last of 2 systems
+  for (int P : {1, 2, 4}) {
+    SCOPED_TRACE("P=" + std::to_string(P));
+    const fs::path dir = tmp_ / ("pge1-" + std::to_string(P));
+    ASSERT_EQ(trace(BIN + "/apps/pge1", P, "64 10 4", dir, "--param N=64,M=10,K=4"), 0)
+        << slurp_text(dir.string() + ".log");
+    const mksim::trace::Run run = mksim::trace::read_run(dir.string(), {.require_complete = true});
+    EXPECT_EQ(run.params.at("K"), "4");
+    ASSERT_EQ(run.ranks.size(), static_cast<std::size_t>(P));
+    for (int r = 0; r < P; ++r) expect_events(run.ranks[r], pge1_events(P, r, 10, 4));
+    EXPECT_EQ(counted_calls(run, 5), field(slurp_text(dir.string() + ".log"), "mpi_calls"));
+    EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
+    expect_sizes_matched(run);
+  }
+}
+
+TEST_F(TraceTest, Pge2EveryCallPeerTagAndSizeAtP124) {
+  // P = 1 is odd: the program refuses it (exit code 2) between MPI_Init and MPI_Finalize, and says so
+  const fs::path one = tmp_ / "pge2-1";
+  ASSERT_EQ(trace(BIN + "/apps/pge2", 1, "64 10 4", one), 2) << slurp_text(one.string() + ".log");
+  EXPECT_NE(slurp_text(one.string() + ".log").find("pge2: need P even (P=1)"), std::string::npos);
+  const mksim::trace::Run refused = mksim::trace::read_run(one.string(), {.require_complete = true});
+  ASSERT_EQ(refused.ranks.size(), 1u);
+  expect_events(refused.ranks[0], {{Kind::INIT}, {Kind::FINALIZE}});
+  for (int P : {2, 4}) {
+    SCOPED_TRACE("P=" + std::to_string(P));
+    const fs::path dir = tmp_ / ("pge2-" + std::to_string(P));
+    ASSERT_EQ(trace(BIN + "/apps/pge2", P, "64 10 4", dir), 0) << slurp_text(dir.string() + ".log");
+    const mksim::trace::Run run = mksim::trace::read_run(dir.string(), {.require_complete = true});
+    ASSERT_EQ(run.ranks.size(), static_cast<std::size_t>(P));
+    for (int r = 0; r < P; ++r) {
+      expect_events(run.ranks[r], pge2_events(P, r, 10, 4));
+      expect_requests_tied(run.ranks[r]);
+    }
+    EXPECT_EQ(counted_calls(run, 5), field(slurp_text(dir.string() + ".log"), "mpi_calls"));
+    EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
+    expect_sizes_matched(run);
+  }
+}
+
+TEST_F(TraceTest, MasterWorkerEveryCallAndAnySourceInvariantsAtP124) {
+  // P = 1 has no worker: the program refuses it (exit code 2) between MPI_Init and MPI_Finalize
+  const fs::path one = tmp_ / "mw-1";
+  ASSERT_EQ(trace(BIN + "/apps/master_worker", 1, "20 7", one), 2) << slurp_text(one.string() + ".log");
+  EXPECT_NE(slurp_text(one.string() + ".log").find("master_worker: need P >= 2 (P=1)"), std::string::npos);
+  const mksim::trace::Run refused = mksim::trace::read_run(one.string(), {.require_complete = true});
+  ASSERT_EQ(refused.ranks.size(), 1u);
+  expect_events(refused.ranks[0], {{Kind::INIT}, {Kind::FINALIZE}});
+  // 20 tasks of 64 KiB (above OpenMPI's eager limit), 4 KiB results, 2 tasks per worker in flight; at
+  // P = 4 the workers get 7, 7 and 6 tasks. What is and is not deterministic: master_worker_events.
+  const MasterWorker mw{.tasks = 20, .depth = 2, .task_bytes = 65536, .result_bytes = 4096};
+  for (int P : {2, 4}) {
+    SCOPED_TRACE("P=" + std::to_string(P));
+    const int W = P - 1;
+    const fs::path dir = tmp_ / ("mw-" + std::to_string(P));
+    ASSERT_EQ(trace(BIN + "/apps/master_worker", P, "20 7 2 0.1 65536 4096", dir), 0)
+        << slurp_text(dir.string() + ".log");
+    const mksim::trace::Run run = mksim::trace::read_run(dir.string(), {.require_complete = true});
+    ASSERT_EQ(run.ranks.size(), static_cast<std::size_t>(P));
+    // the master's wildcard receives: the actual source of each (any worker), per tag and source
+    std::vector<Want> master = master_worker_events(P, 0, mw);
+    const auto& got = run.ranks[0].events;
+    ASSERT_EQ(got.size(), master.size());
+    std::map<int, std::map<int, long>> sources;  // tag -> source -> receives
+    for (std::size_t i = 0; i < master.size(); ++i) {
+      if (master[i].peer != mksim::trace::ANY) continue;
+      ASSERT_EQ(got[i].kind, Kind::RECV) << "event " << i;
+      EXPECT_GE(got[i].peer, 1) << "event " << i << ": not a worker";
+      EXPECT_LE(got[i].peer, W) << "event " << i << ": not a worker";
+      ++sources[master[i].tag][got[i].peer];
+      master[i].peer = got[i].peer;
+    }
+    expect_events(run.ranks[0], master);
+    expect_requests_tied(run.ranks[0]);
+    std::map<int, long> once, tasks;
+    for (int w = 1; w <= W; ++w) {
+      once[w] = 1;
+      tasks[w] = mw.tasks_of(P, w);
+    }
+    EXPECT_EQ(sources[1], once) << "each worker's request is received once";
+    EXPECT_EQ(sources[3], tasks) << "worker w's results are received tasks_of(w) times";
+    long total = 0;
+    for (int w = 1; w <= W; ++w) {
+      expect_events(run.ranks[w], master_worker_events(P, w, mw));
+      expect_requests_tied(run.ranks[w]);
+      total += mw.tasks_of(P, w);
+    }
+    EXPECT_EQ(total, mw.tasks);
+    EXPECT_EQ(counted_calls(run, 3), field(slurp_text(dir.string() + ".log"), "mpi_calls"));
+    EXPECT_EQ(counted_calls(run, 3), 4L * W + 4 * mw.tasks);  // the README's formula
+    EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
+    expect_sizes_matched(run);
+    if (P == 4) {  // a result sent 8 bytes short: as many messages as receives, but not of their size
+      mksim::trace::Run broken = run;
+      auto& ev = broken.ranks[1].events;
+      std::find_if(ev.begin(), ev.end(), [](const Event& e) { return e.kind == Kind::ISEND; })->bytes -= 8;
+      EXPECT_EQ(mksim::trace::unmatched_messages(broken), std::vector<std::string>{});
+      const auto failed = failures_of([&] { expect_sizes_matched(broken); });
+      ASSERT_EQ(failed.size(), 1u);
+      EXPECT_NE(failed[0].find("messages from 1 to 0 with tag 3"), std::string::npos) << failed[0];
+    }
   }
 }
 
@@ -273,9 +432,9 @@ TEST_F(TraceTest, CorruptTruncatedAndMissingFilesGiveErrorsNamingFileAndOffset) 
                                ": 4294967295 modules cannot fit in the file (corrupted)");
 
   // a wrong version, a wrong magic, a corrupt kind
-  std::vector<char> v2 = orig;
-  v2[8] = 2;
-  EXPECT_EQ(with(v2), file + ": offset 8: format version 2 is not supported (this reader reads version 1)");
+  std::vector<char> v3 = orig;
+  v3[8] = 3;
+  EXPECT_EQ(with(v3), file + ": offset 8: format version 3 is not supported (this reader reads version 2)");
   std::vector<char> magic = orig;
   magic[0] = 'X';
   EXPECT_EQ(with(magic), file + ": offset 0: bad magic: not a mktrace file (expected \"MKTRACE1\")");
@@ -666,4 +825,146 @@ TEST_F(TraceTest, FortranProgramIsTraced) {
     expect_requests_tied(run.ranks[r]);
   }
   EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
+}
+
+// An annotated program (mktrace.h, C and C++ forms), with wildcard receives; also run without the tracer.
+static const char* ANNOTATED_CXX = R"(#include <mpi.h>
+#include "mktrace.h"
+static void exchange(int rank, int P) {
+  int v = rank, w = 0;
+  if (rank == 0) {
+    for (int k = 1; k < P; ++k) MPI_Recv(&w, 1, MPI_INT, MPI_ANY_SOURCE, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  } else {
+    MPI_Send(&v, 1, MPI_INT, 0, 7, MPI_COMM_WORLD);
+  }
+}
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank, P;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  MKTRACE_REGION_BEGIN("solve");
+  {
+    mktrace::loop step("step");
+    for (int s = 0; s < 3; ++s) {
+      step.iter();
+      exchange(rank, P);
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+  }
+  MKTRACE_REGION_END("solve");
+  MPI_Finalize();
+  return 0;
+}
+)";
+
+// builds ANNOTATED_CXX with mpicxx (next to the mpicc CMake found) into dir/annotated
+static std::string build_annotated(const fs::path& dir) {
+  const fs::path src = dir / "annotated.cpp", exe = dir / "annotated";
+  { std::ofstream(src) << ANNOTATED_CXX; }
+  std::string cxx = MKSIM_MPICC;
+  cxx.replace(cxx.rfind("mpicc"), 5, "mpicxx");
+  const std::string cmd = cxx + " -O1 -I" + BIN + "/trace -o " + exe.string() + " " + src.string();
+  return std::system(cmd.c_str()) == 0 ? exe.string() : std::string();
+}
+
+TEST_F(TraceTest, AnnotationsBecomeRecordsWithNamesAndWildcardsAreFlagged) {
+  const std::string exe = build_annotated(tmp_);
+  ASSERT_FALSE(exe.empty());
+  // without the tracer the weak references are null and the program runs as usual
+  ASSERT_EQ(std::system(("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 2 " + exe +
+                         " >/dev/null 2>&1").c_str()), 0);
+  const fs::path dir = tmp_ / "ann";
+  ASSERT_EQ(trace(exe, 3, "", dir), 0) << slurp_text(dir.string() + ".log");
+  const mksim::trace::Run run = mksim::trace::read_run(dir.string(), {.require_complete = true});
+  for (int r = 0; r < 3; ++r) {
+    const auto& t = run.ranks[static_cast<std::size_t>(r)];
+    ASSERT_EQ(t.names, (std::vector<std::string>{"solve", "step"})) << t.file;
+    std::vector<Kind> kinds;
+    std::vector<std::int64_t> iters;
+    int wildcard_recvs = 0;
+    for (const auto& e : t.events) {
+      if (mksim::trace::is_annotation(e.kind)) {
+        kinds.push_back(e.kind);
+        EXPECT_EQ(e.tag, e.kind == Kind::REGION_BEGIN || e.kind == Kind::REGION_END ? 0 : 1);
+        if (e.kind == Kind::LOOP_ITER || e.kind == Kind::LOOP_END) iters.push_back(e.bytes);
+      }
+      if (e.kind == Kind::RECV) {
+        EXPECT_TRUE(e.posted_any_source());
+        EXPECT_FALSE(e.posted_any_tag());
+        EXPECT_GE(e.peer, 1);  // the actual source
+        ++wildcard_recvs;
+      }
+      if (e.kind == Kind::SEND) {
+        EXPECT_EQ(e.flags, 0);
+      }
+    }
+    EXPECT_EQ(kinds, (std::vector<Kind>{Kind::REGION_BEGIN, Kind::LOOP_BEGIN, Kind::LOOP_ITER, Kind::LOOP_ITER,
+                                        Kind::LOOP_ITER, Kind::LOOP_END, Kind::REGION_END}));
+    EXPECT_EQ(iters, (std::vector<std::int64_t>{0, 1, 2, 3}));  // iteration indices, then the count
+    EXPECT_EQ(wildcard_recvs, r == 0 ? 6 : 0);
+  }
+}
+
+TEST_F(TraceTest, AnnotationsThatDoNotNestAreRejectedNamingTheRecord) {
+  const std::string exe = build_annotated(tmp_);
+  ASSERT_FALSE(exe.empty());
+  const fs::path dir = tmp_ / "ann";
+  ASSERT_EQ(trace(exe, 1, "", dir), 0) << slurp_text(dir.string() + ".log");
+  // turn the loop's end into a region end (and recompute the checksum as the tracer would, so that only
+  // the nesting is wrong)
+  const fs::path f = dir / "rank-0.mkt";
+  std::vector<char> b = read_bytes(f);
+  const mksim::trace::RankTrace t = mksim::trace::read_rank_file(f.string());
+  std::size_t loop_end = 0;
+  for (std::size_t i = 0; i < t.events.size(); ++i)
+    if (t.events[i].kind == Kind::LOOP_END) loop_end = i;
+  ASSERT_GT(loop_end, 0u);
+  const std::size_t at = MKTRACE_HEADER_BYTES + loop_end * MKTRACE_RECORD_BYTES;
+  b[at] = static_cast<char>(static_cast<std::uint16_t>(Kind::REGION_END));
+  const std::size_t footer = MKTRACE_HEADER_BYTES + t.events.size() * MKTRACE_RECORD_BYTES;
+  std::uint64_t h = 14695981039346656037ull;
+  for (std::size_t i = MKTRACE_HEADER_BYTES; i < footer; i += 8) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, b.data() + i, 8);
+    h = (h ^ w) * 1099511628211ull;
+  }
+  std::memcpy(b.data() + footer + 16, &h, 8);
+  write_bytes(f, b);
+  try {
+    mksim::trace::read_rank_file(f.string());
+    FAIL() << "no error";
+  } catch (const mksim::trace::TraceError& e) {
+    EXPECT_EQ(std::string(e.what()), f.string() + ": offset " + std::to_string(at) + ": record " + std::to_string(loop_end) +
+                                         " (region end 'step'): does not match the innermost open annotation "
+                                         "(loop begin 'step'): annotations must nest");
+  }
+}
+
+TEST_F(TraceTest, CallSitesAreUnwoundOncePerPathAndMemoised) {
+  const fs::path dir = tmp_ / "memo";
+  const std::string cmd = "MKTRACE_STATS=1 " + MKTRACE + " -np 2 -o " + dir.string() + " -- " + BIN +
+                          "/apps/atm2d 64 200 >" + dir.string() + ".log 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp_text(dir.string() + ".log");
+  const mksim::trace::Run run = mksim::trace::read_run(dir.string(), {.require_complete = true});
+  const std::string log = slurp_text(dir.string() + ".log");
+  for (const auto& t : run.ranks) {
+    // "mktrace: rank R: N records, S call sites, U unwinds, M memoised": one unwind per distinct path
+    const std::string head = "mktrace: rank " + std::to_string(t.rank) + ": ";
+    const auto at = log.find(head);
+    ASSERT_NE(at, std::string::npos) << log;
+    unsigned long long records = 0, memo = 0;
+    std::size_t sites = 0, unwinds = 0;
+    ASSERT_EQ(std::sscanf(log.c_str() + at + head.size(), "%llu records, %zu call sites, %zu unwinds, %llu memoised",
+                          &records, &sites, &unwinds, &memo), 4);
+    EXPECT_EQ(records, t.events.size());
+    EXPECT_EQ(sites, t.sites.size());
+    EXPECT_EQ(unwinds, sites);
+    EXPECT_GT(memo, 400u);  // 200 steps x (isend, irecv, waitall)
+    // the memo gives the unwound site every time: P = 2 has one exchange, so one isend site in 200 steps
+    std::set<std::uint64_t> isend_sites;
+    for (const auto& e : t.events)
+      if (e.kind == Kind::ISEND) isend_sites.insert(e.site);
+    EXPECT_EQ(isend_sites.size(), 1u);
+  }
 }

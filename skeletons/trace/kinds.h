@@ -1,5 +1,5 @@
 /* The kinds of trace record, listed once and shared by the C tracer (mktrace.c) and the C++ reader
- * (trace.hpp): X(NAME, code, "mpi name"). Codes are part of format v1 (README.md): never renumber,
+ * (trace.hpp): X(NAME, code, "mpi name"). Codes are part of the format (README.md): never renumber,
  * only append. */
 #ifndef MKSIM_TRACE_KINDS_H
 #define MKSIM_TRACE_KINDS_H
@@ -43,15 +43,21 @@
     X(COMM_DUP, 50, "MPI_Comm_dup")              \
     X(COMM_SPLIT, 51, "MPI_Comm_split")          \
     X(CART_CREATE, 52, "MPI_Cart_create")        \
-    X(COMM_FREE, 53, "MPI_Comm_free")
+    X(COMM_FREE, 53, "MPI_Comm_free")            \
+    X(REGION_BEGIN, 60, "region begin")          \
+    X(REGION_END, 61, "region end")              \
+    X(LOOP_BEGIN, 62, "loop begin")              \
+    X(LOOP_ITER, 63, "loop iteration")           \
+    X(LOOP_END, 64, "loop end")
 
-/* On-disk constants of format v1 (README.md, "Format v1"). */
+/* On-disk constants of format v2 (README.md, "Format v1"). */
 #define MKTRACE_MAGIC "MKTRACE1"
 #define MKTRACE_FOOTER_MAGIC "MKTREND1"
-#define MKTRACE_VERSION 1u
+#define MKTRACE_VERSION 2u
 #define MKTRACE_HEADER_BYTES 48u
 #define MKTRACE_RECORD_BYTES 56u
 #define MKTRACE_MAX_FRAMES 4u
+#define MKTRACE_MAX_NAME_BYTES 4096u /* an annotation name (mktrace.h) */
 
 /* peer / tag / root values that are not ranks or tags */
 #define MKTRACE_NONE (-1)
@@ -62,6 +68,10 @@
 #define MKTRACE_STATUS_FINALIZED 1u
 #define MKTRACE_STATUS_ABORTED 2u
 #define MKTRACE_STATUS_SIGNAL 3u
+
+/* record flags (u16 at offset 2): the wildcards a receive or probe was posted with */
+#define MKTRACE_POSTED_ANY_SOURCE 1u
+#define MKTRACE_POSTED_ANY_TAG 2u
 
 /* header flags */
 #define MKTRACE_FLAG_WTIME_GLOBAL 1u

@@ -9,7 +9,6 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <execinfo.h>
 #include <fcntl.h>
 #include <mpi.h>
 #include <signal.h>
@@ -18,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <unwind.h>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "format v1 is little-endian and this tracer writes native records: little-endian hosts only"
@@ -32,7 +32,7 @@ enum {
 /* One record, exactly as on disk (README.md, "Records"). */
 typedef struct {
     uint16_t kind;
-    uint16_t reserved;
+    uint16_t flags; /* MKTRACE_POSTED_ANY_* for receives and probes */
     int32_t peer;
     double t_enter;
     double t_exit;
@@ -71,6 +71,21 @@ typedef struct {
     uint64_t offset[MKTRACE_MAX_FRAMES];
 } mkt_site;
 
+/* A memo of one call path (README.md, "Call sites"): the return address into the caller and the
+ * tracer's frame address identify the path's stack depth; the stack slots that held the outer return
+ * addresses when the path was first unwound are re-read and compared instead of unwinding again. */
+typedef struct {
+    uintptr_t ra, sp; /* key; ra == 0: empty */
+    uint32_t nslots;
+    uintptr_t slot[MKTRACE_MAX_FRAMES];
+    uintptr_t value[MKTRACE_MAX_FRAMES];
+    uint64_t hash;
+} mkt_memo;
+
+#define MKT_MEMO_CAP 4096u /* a power of two; direct-mapped, a collision only costs an unwind */
+#define MKT_NAME_CAP 4096u /* distinct annotation names */
+#define MKT_NAME_BYTES 4096u
+#define MKT_LOOP_DEPTH 64u
 #define MKT_SITE_CAP 8192u /* distinct call sites kept with their frames; more are hashed, not listed */
 #define MKT_MODULE_CAP 256u
 #define MKT_SIGNALS 3
@@ -97,6 +112,14 @@ static struct {
     size_t nsites;
     const char *modules[MKT_MODULE_CAP];
     size_t nmodules;
+    mkt_memo *memo;
+    uint64_t unwinds, memo_hits; /* statistics, for the benchmark (MKTRACE_STATS=1 prints them) */
+    const char *names[MKT_NAME_CAP];
+    const char *name_keys[MKT_NAME_CAP]; /* the pointer the program passed first (string literals) */
+    size_t nnames;
+    uint64_t loop_iter[MKT_LOOP_DEPTH];
+    size_t loop_depth;
+    uint16_t flags_next; /* the flags field of the next record (wildcards posted by a receive), then 0 */
     struct sigaction old[MKT_SIGNALS];
     char path[4096];
 } g = {.fd = -1};
@@ -128,12 +151,25 @@ static void write_all(const void *p, size_t n)
     }
 }
 
+/* the records' checksum: FNV-1a with 64-bit little-endian words as its symbols (README.md, "Footer"),
+ * 8 times fewer multiplications than bytewise; any one changed word changes the result */
+static uint64_t fnv1a_words(uint64_t h, const void *p, size_t nwords)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < nwords; ++i) {
+        uint64_t w;
+        memcpy(&w, c + 8 * i, 8);
+        h = (h ^ w) * FNV_PRIME;
+    }
+    return h;
+}
+
 /* write the buffered records and fold them into the checksum */
 static void flush_records(void)
 {
     size_t n = g.n;
     if (n == 0) return;
-    g.fnv = fnv1a(g.fnv, g.buf, n * sizeof(mkt_record));
+    g.fnv = fnv1a_words(g.fnv, g.buf, n * sizeof(mkt_record) / 8);
     write_all(g.buf, n * sizeof(mkt_record));
     g.total += n;
     g.n = 0;
@@ -165,7 +201,8 @@ static void stage_put(const void *p, size_t n)
 static void stage_u32(uint32_t v) { stage_put(&v, 4); }
 static void stage_u64(uint64_t v) { stage_put(&v, 8); }
 
-/* footer: magic, count, checksum, status, detail, modules, call sites (README.md, "Footer") */
+/* footer: magic, count, checksum, status, detail, modules, call sites, annotation names (README.md,
+ * "Footer") */
 static void write_footer(uint32_t status, int32_t detail)
 {
     flush_records();
@@ -192,12 +229,26 @@ static void write_footer(uint32_t status, int32_t detail)
             stage_u64(s->offset[f]);
         }
     }
+    size_t nnames = g.nnames;
+    stage_u32((uint32_t)nnames);
+    for (size_t i = 0; i < nnames; ++i) {
+        size_t len = strlen(g.names[i]);
+        stage_u32((uint32_t)len);
+        stage_put(g.names[i], len);
+    }
     stage_flush();
     close(g.fd);
     g.fd = -1;
 }
 
 /* ---------- records ---------- */
+
+/* the wildcards a receive or probe was posted with, for the flags of its record */
+static uint16_t posted(int source, int tag)
+{
+    return (uint16_t)((source == MPI_ANY_SOURCE ? MKTRACE_POSTED_ANY_SOURCE : 0u) |
+                      (tag == MPI_ANY_TAG ? MKTRACE_POSTED_ANY_TAG : 0u));
+}
 
 static double now(void) { return PMPI_Wtime() - g.t0; }
 
@@ -217,7 +268,8 @@ static void emit(int kind, double te, double tx, uint64_t site, int32_t peer, in
     }
     mkt_record *r = &g.buf[g.n];
     r->kind = (uint16_t)kind;
-    r->reserved = 0;
+    r->flags = g.flags_next;
+    g.flags_next = 0;
     r->peer = peer;
     r->t_enter = te;
     r->t_exit = tx;
@@ -251,27 +303,26 @@ static const char *base_name(const char *path)
     return s ? s + 1 : path;
 }
 
-/* the call site of the wrapper that calls this: hash of up to g.frames return addresses, each taken as
- * (module basename, offset in module) so that it is the same on every rank and run of the binary */
-static __attribute__((noinline)) uint64_t capture_site(void *ra)
+typedef struct {
+    void *ip[MKTRACE_MAX_FRAMES + 3];
+    uintptr_t cfa[MKTRACE_MAX_FRAMES + 3];
+    int n;
+} mkt_unwind;
+
+static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg)
 {
-    if (!g.active || g.frames == 0) return 0;
-    void *fr[MKTRACE_MAX_FRAMES + 3];
-    int got = 0, first = 0;
-    if (g.frames == 1) {
-        fr[0] = ra;
-        got = 1;
-    } else {
-        got = backtrace(fr, (int)g.frames + 3);
-        first = got; /* frame 0 is this function, 1 the wrapper, then the caller (== ra) */
-        for (int i = 0; i < got; ++i)
-            if (fr[i] == ra) { first = i; break; }
-        if (first == got) first = got < 2 ? got : 2;
-    }
-    uint32_t depth = (uint32_t)(got - first);
-    if (depth > g.frames) depth = g.frames;
-    if (depth == 0) return 0;
-    uint64_t raw_key = fnv1a(FNV_OFFSET, &fr[first], depth * sizeof(void *));
+    mkt_unwind *u = arg;
+    if (u->n == (int)(sizeof u->ip / sizeof u->ip[0])) return _URC_END_OF_STACK;
+    u->ip[u->n] = (void *)_Unwind_GetIP(ctx);
+    u->cfa[u->n] = (uintptr_t)_Unwind_GetCFA(ctx);
+    ++u->n;
+    return _URC_NO_REASON;
+}
+
+/* the site of resolved frames fr[0..depth): looked up by raw addresses, resolved with dladdr when new */
+static uint64_t site_of_frames(void *const *fr, uint32_t depth)
+{
+    uint64_t raw_key = fnv1a(FNV_OFFSET, fr, depth * sizeof(void *));
     for (size_t i = 0; i < g.nsites; ++i) /* few distinct sites per program: scan from the newest */
         if (g.sites[g.nsites - 1 - i].raw_key == raw_key) return g.sites[g.nsites - 1 - i].hash;
     mkt_site s;
@@ -282,12 +333,12 @@ static __attribute__((noinline)) uint64_t capture_site(void *ra)
     for (uint32_t f = 0; f < depth; ++f) {
         Dl_info info;
         const char *mod = "?";
-        uint64_t off = (uint64_t)(uintptr_t)fr[first + f];
-        if (dladdr(fr[first + f], &info) && info.dli_fname) {
+        uint64_t off = (uint64_t)(uintptr_t)fr[f];
+        if (dladdr(fr[f], &info) && info.dli_fname) {
             mod = info.dli_fname;
-            off = (uint64_t)((uintptr_t)fr[first + f] - (uintptr_t)info.dli_fbase);
+            off = (uint64_t)((uintptr_t)fr[f] - (uintptr_t)info.dli_fbase);
         }
-        s.raw[f] = fr[first + f];
+        s.raw[f] = fr[f];
         s.module[f] = module_index(mod);
         s.offset[f] = off;
         const char *b = base_name(mod);
@@ -300,6 +351,56 @@ static __attribute__((noinline)) uint64_t capture_site(void *ra)
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         ++g.nsites;
     }
+    return h;
+}
+
+/* The call site of the wrapper that calls this: hash of up to g.frames return addresses, each taken as
+ * (module basename, offset in module) so that it is the same on every rank and run of the binary.
+ * Unwinding (libgcc's _Unwind_Backtrace) costs microseconds, so each call path is unwound once: the
+ * memo keyed by (ra, this frame's address) keeps the stack slots where the outer return addresses were
+ * found (libgcc's _Unwind_GetCFA of a frame's context is the stack pointer above its return address:
+ * the slot is that minus sizeof(void *); checked when memoised, else the path is not memoised)
+ * and their values; a later call with the same key whose slots still hold the same values has the
+ * same frames, since each frame's function and stack layout follow from its return address. */
+static __attribute__((noinline)) uint64_t capture_site(void *ra)
+{
+    if (!g.active || g.frames == 0) return 0;
+    if (g.frames == 1) return site_of_frames(&ra, 1);
+    const uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    const uint64_t mix = (((uint64_t)(uintptr_t)ra >> 2) ^ ((uint64_t)sp >> 4)) * 0x9E3779B97F4A7C15ull;
+    mkt_memo *m = &g.memo[(mix >> 52) & (MKT_MEMO_CAP - 1)];
+    if (m->ra == (uintptr_t)ra && m->sp == sp) {
+        uint32_t k = 0;
+        while (k < m->nslots && *(const uintptr_t *)m->slot[k] == m->value[k]) ++k;
+        if (k == m->nslots) {
+            ++g.memo_hits;
+            return m->hash;
+        }
+    }
+    ++g.unwinds;
+    mkt_unwind u;
+    u.n = 0;
+    _Unwind_Backtrace(unwind_step, &u);
+    int first = u.n; /* frame 0 is this function, 1 the wrapper, then the caller (== ra) */
+    for (int i = 0; i < u.n; ++i)
+        if (u.ip[i] == ra) { first = i; break; }
+    if (first == u.n) first = u.n < 2 ? u.n : 2;
+    uint32_t depth = (uint32_t)(u.n - first);
+    if (depth > g.frames) depth = g.frames;
+    if (depth == 0) return 0;
+    uint64_t h = site_of_frames(&u.ip[first], depth);
+    mkt_memo e;
+    memset(&e, 0, sizeof e);
+    e.ra = (uintptr_t)ra;
+    e.sp = sp;
+    e.hash = h;
+    for (uint32_t f = 1; f < depth; ++f) {
+        uintptr_t slot = u.cfa[first + f] - sizeof(void *);
+        if (*(const uintptr_t *)slot != (uintptr_t)u.ip[first + f]) return h; /* another ABI: no memo */
+        e.slot[e.nslots] = slot;
+        e.value[e.nslots++] = (uintptr_t)u.ip[first + f];
+    }
+    *m = e;
     return h;
 }
 
@@ -444,6 +545,14 @@ static mkt_req req_take(uint64_t key)
     mkt_req e = g.reqs[best];
     g.reqs[best].key = 1;
     --g.usedreqs;
+    /* a deleted slot just before an empty one ends no probe chain: empty it and the deleted ones before it,
+     * so that chains stay short when requests come and go (the common case) */
+    const size_t mask = g.capreqs - 1;
+    if (g.reqs[(best + 1) & mask].key == 0)
+        for (size_t i = best; g.reqs[i].key == 1; i = (i - 1) & mask) {
+            g.reqs[i].key = 0;
+            --g.filledreqs;
+        }
     return e;
 }
 
@@ -516,7 +625,8 @@ static int start(void)
     if (g.frames > MKTRACE_MAX_FRAMES) g.frames = MKTRACE_MAX_FRAMES;
     g.buf = malloc(g.cap * sizeof(mkt_record));
     g.sites = malloc(MKT_SITE_CAP * sizeof(mkt_site));
-    if (!g.buf || !g.sites) {
+    g.memo = calloc(MKT_MEMO_CAP, sizeof(mkt_memo));
+    if (!g.buf || !g.sites || !g.memo) {
         fprintf(stderr, "mktrace: rank %d: out of memory (not tracing)\n", g.rank);
         close(g.fd);
         g.fd = -1;
@@ -541,8 +651,9 @@ static int start(void)
     put_f64(h + 32, g.t0);
     put_u32(h + 40, MKTRACE_RECORD_BYTES);
     write_all(h, sizeof h);
-    void *warm[2];
-    backtrace(warm, 2); /* loads the unwinder now, not in the first traced call */
+    mkt_unwind warm;
+    warm.n = 0;
+    _Unwind_Backtrace(unwind_step, &warm); /* loads the unwind tables now, not in the first traced call */
     g.active = 1;
     for (int i = 0; i < MKT_SIGNALS; ++i) {
         struct sigaction sa;
@@ -567,8 +678,66 @@ static void finish(int kind, uint64_t site, uint32_t status, int32_t detail)
     g.active = 0;
     g.closed = 1;
     write_footer(status, detail);
+    if (getenv("MKTRACE_STATS"))
+        fprintf(stderr, "mktrace: rank %d: %llu records, %zu call sites, %llu unwinds, %llu memoised\n", g.rank,
+                (unsigned long long)g.total, g.nsites, (unsigned long long)g.unwinds,
+                (unsigned long long)g.memo_hits);
     for (int i = 0; i < MKT_SIGNALS; ++i) sigaction(mkt_signals[i], &g.old[i], NULL);
     sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/* ---------- annotations (mktrace.h): regions and loops ---------- */
+
+/* the id of an annotation name: the pointer first (string literals are passed again and again), then
+ * the text; -1 when the table is full or the name is unusable */
+static int32_t name_id(const char *name)
+{
+    if (!name) name = "";
+    for (size_t i = 0; i < g.nnames; ++i)
+        if (g.name_keys[i] == name) return (int32_t)i;
+    size_t len = strnlen(name, MKTRACE_MAX_NAME_BYTES + 1);
+    if (len > MKTRACE_MAX_NAME_BYTES) len = MKTRACE_MAX_NAME_BYTES;
+    for (size_t i = 0; i < g.nnames; ++i)
+        if (strncmp(g.names[i], name, len) == 0 && g.names[i][len] == '\0') return (int32_t)i;
+    if (g.nnames == MKT_NAME_CAP) return MKTRACE_NONE;
+    char *copy = strndup(name, len);
+    if (!copy) return MKTRACE_NONE;
+    g.names[g.nnames] = copy;
+    g.name_keys[g.nnames] = name;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    return (int32_t)g.nnames++;
+}
+
+static void annotate(int kind, const char *name, int64_t iteration, uint64_t site)
+{
+    if (!g.active) return;
+    double t = now();
+    emit(kind, t, t, site, MKTRACE_NONE, name_id(name), iteration, 0, MKTRACE_NONE, 0);
+}
+
+void mktrace_region_begin(const char *name) { annotate(MKT_REGION_BEGIN, name, 0, SITE()); }
+void mktrace_region_end(const char *name) { annotate(MKT_REGION_END, name, 0, SITE()); }
+
+void mktrace_loop_begin(const char *name)
+{
+    if (g.loop_depth < MKT_LOOP_DEPTH) g.loop_iter[g.loop_depth] = 0;
+    ++g.loop_depth;
+    annotate(MKT_LOOP_BEGIN, name, 0, SITE());
+}
+
+void mktrace_loop_iter(const char *name)
+{
+    int64_t i = 0;
+    if (g.loop_depth > 0 && g.loop_depth <= MKT_LOOP_DEPTH) i = (int64_t)g.loop_iter[g.loop_depth - 1]++;
+    annotate(MKT_LOOP_ITER, name, i, SITE());
+}
+
+void mktrace_loop_end(const char *name)
+{
+    int64_t n = 0;
+    if (g.loop_depth > 0 && g.loop_depth <= MKT_LOOP_DEPTH) n = (int64_t)g.loop_iter[g.loop_depth - 1];
+    if (g.loop_depth > 0) --g.loop_depth;
+    annotate(MKT_LOOP_END, name, n, SITE());
 }
 
 /* ---------- the wrappers ---------- */
@@ -636,6 +805,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_C
         rtag = st->MPI_TAG;
         if (PMPI_Get_count(st, MPI_BYTE, &c) == MPI_SUCCESS && c != MPI_UNDEFINED) bytes = c;
     }
+    g.flags_next = posted(source, tag);
     emit(MKT_RECV, te, now(), site, peer, rtag, bytes, comm_id(ci), MKTRACE_NONE, 0);
     return rc;
 }
@@ -695,6 +865,7 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int
         tag = st->MPI_TAG;
         if (PMPI_Get_count(st, MPI_BYTE, &c) == MPI_SUCCESS && c != MPI_UNDEFINED) bytes = c;
     }
+    g.flags_next = posted(source, rtag);
     emit(MKT_COMPLETE, te, tx, site, peer, tag, bytes, comm_id(ci), 1, 0); /* the receive half */
     return rc;
 }
@@ -845,6 +1016,7 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
         rtag = st->MPI_TAG;
         if (PMPI_Get_count(st, MPI_BYTE, &c) != MPI_SUCCESS || c == MPI_UNDEFINED) c = 0;
     }
+    g.flags_next = posted(source, tag);
     emit(MKT_PROBE, te, now(), site, peer, rtag, c, comm_id(ci), 1, 0);
     return rc;
 }
@@ -865,6 +1037,7 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status
         rtag = st->MPI_TAG;
         if (PMPI_Get_count(st, MPI_BYTE, &c) != MPI_SUCCESS || c == MPI_UNDEFINED) c = 0;
     }
+    g.flags_next = posted(source, tag);
     emit(MKT_IPROBE, te, now(), site, peer, rtag, c, comm_id(ci), *flag ? 1 : 0, 0);
     return rc;
 }
@@ -1213,6 +1386,7 @@ void mpi_recv_(void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *source, MPI
     int ci = comm_index(PMPI_Comm_f2c(*comm));
     int src = *source, rtag = *tag, b = -1;
     if (*ierr == MPI_SUCCESS && *source != MPI_PROC_NULL) f_status_info(own, &src, &rtag, &b);
+    g.flags_next = posted((int)*source, (int)*tag);
     emit(MKT_RECV, te, now(), site, to_world(ci, src), tag_of(rtag),
          b >= 0 ? b : tbytes(*count, PMPI_Type_f2c(*type)), comm_id(ci), MKTRACE_NONE, 0);
 }

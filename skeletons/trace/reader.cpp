@@ -1,5 +1,5 @@
-// Reader of format v1 (README.md): header, fixed-size records, footer (count, FNV-1a checksum, status,
-// call-site table); run.json with nlohmann_json. Bytes are decoded explicitly as little-endian.
+// Reader of format v2 (README.md): header, fixed-size records, footer (count, FNV-1a checksum, status,
+// call-site table, annotation names); run.json with nlohmann_json. Bytes are decoded explicitly as little-endian.
 #include "skeletons/trace/reader.hpp"
 
 #include <nlohmann/json.hpp>
@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <sstream>
 #include <tuple>
 
@@ -51,6 +52,11 @@ bool is_send(Kind kind) {
 bool is_collective(Kind kind) {
   auto c = static_cast<std::uint16_t>(kind);
   return c >= static_cast<std::uint16_t>(Kind::BARRIER) && c <= static_cast<std::uint16_t>(Kind::REDUCE_SCATTER);
+}
+
+bool is_annotation(Kind kind) {
+  auto c = static_cast<std::uint16_t>(kind);
+  return c >= static_cast<std::uint16_t>(Kind::REGION_BEGIN) && c <= static_cast<std::uint16_t>(Kind::LOOP_END);
 }
 
 std::string_view status_name(Status status) {
@@ -114,9 +120,14 @@ std::vector<unsigned char> slurp(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-std::uint64_t fnv1a(const unsigned char* p, std::size_t n) {
+// FNV-1a over 64-bit little-endian words (n is a multiple of 8: whole records)
+std::uint64_t fnv1a_words(const unsigned char* p, std::size_t n) {
   std::uint64_t h = FNV_OFFSET;
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * FNV_PRIME;
+  for (std::size_t i = 0; i + 8 <= n; i += 8) {
+    std::uint64_t w = 0;
+    for (unsigned b = 0; b < 8; ++b) w |= std::uint64_t{p[i + b]} << (8 * b);
+    h = (h ^ w) * FNV_PRIME;
+  }
   return h;
 }
 
@@ -136,7 +147,7 @@ void read_footer(Cursor& c, RankTrace& t, std::uint64_t records_begin, const std
   if (count != t.events.size())
     c.fail(at, "footer says " + std::to_string(count) + " records, the file holds " +
                    std::to_string(t.events.size()) + " (corrupted)");
-  const std::uint64_t actual = fnv1a(bytes.data() + records_begin, at - records_begin);
+  const std::uint64_t actual = fnv1a_words(bytes.data() + records_begin, at - records_begin);
   if (actual != sum)
     c.fail(at, "checksum mismatch: the records hash to " + hex(actual) + ", the footer says " + hex(sum) +
                    " (corrupted)");
@@ -183,7 +194,51 @@ void read_footer(Cursor& c, RankTrace& t, std::uint64_t records_begin, const std
     }
     t.sites[site.hash] = std::move(site);
   }
+  const std::uint64_t nat0 = c.offset();
+  const std::uint32_t nnames = c.u32("annotation name count");
+  if (nnames > c.left() / 4) c.fail(nat0, std::to_string(nnames) + " annotation names cannot fit in the file (corrupted)");
+  t.names.resize(nnames);
+  for (auto& name : t.names) {
+    const std::uint64_t nat = c.offset();
+    const std::uint32_t len = c.u32("annotation name length");
+    if (len > MKTRACE_MAX_NAME_BYTES) c.fail(nat, "annotation name of " + std::to_string(len) + " bytes (corrupted)");
+    const unsigned char* p = c.take(len, "annotation name");
+    name.assign(reinterpret_cast<const char*>(p), len);
+  }
   if (c.left() != 0) c.fail(c.offset(), std::to_string(c.left()) + " unexpected bytes after the footer");
+}
+
+// Annotations (mktrace.h) nest: an end closes the innermost open region/loop of the same name, an
+// iteration is of the innermost open loop. Regions still open at the end are allowed (a region around
+// MPI_Finalize ends after tracing stopped). Names are checked only when the footer listed them.
+void check_annotations(const RankTrace& t, std::uint64_t records_begin) {
+  struct Open { Kind kind; std::int32_t name; };
+  std::vector<Open> open;
+  const bool named = t.status != Status::INCOMPLETE;
+  auto label = [&](std::int32_t id) {
+    return named && id >= 0 && static_cast<std::size_t>(id) < t.names.size() ? "'" + t.names[static_cast<std::size_t>(id)] + "'"
+                                                                              : "#" + std::to_string(id);
+  };
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    const Event& e = t.events[i];
+    if (!is_annotation(e.kind)) continue;
+    const std::uint64_t at = records_begin + i * MKTRACE_RECORD_BYTES;
+    const std::string where = "record " + std::to_string(i) + " (" + std::string(kind_name(e.kind)) + " " + label(e.tag) + "): ";
+    if (named && (e.tag < 0 || static_cast<std::size_t>(e.tag) >= t.names.size()))
+      throw TraceError(t.file, at, where + "name id out of range (" + std::to_string(t.names.size()) + " names)");
+    const bool loop = e.kind == Kind::LOOP_BEGIN || e.kind == Kind::LOOP_ITER || e.kind == Kind::LOOP_END;
+    const Kind opener = loop ? Kind::LOOP_BEGIN : Kind::REGION_BEGIN;
+    if (e.kind == Kind::REGION_BEGIN || e.kind == Kind::LOOP_BEGIN) {
+      open.push_back({e.kind, e.tag});
+      continue;
+    }
+    if (open.empty() || open.back().kind != opener || open.back().name != e.tag)
+      throw TraceError(t.file, at, where + "does not match the innermost open annotation (" +
+                                       (open.empty() ? std::string("none")
+                                                     : std::string(kind_name(open.back().kind)) + " " + label(open.back().name)) +
+                                       "): annotations must nest");
+    if (e.kind != Kind::LOOP_ITER) open.pop_back();
+  }
 }
 
 }  // namespace
@@ -198,7 +253,8 @@ RankTrace read_rank_file(const std::string& path) {
   c.take(8, "magic");
   const std::uint32_t version = c.u32("version");
   if (version != MKTRACE_VERSION)
-    c.fail(8, "format version " + std::to_string(version) + " is not supported (this reader reads version 1)");
+    c.fail(8, "format version " + std::to_string(version) + " is not supported (this reader reads version " +
+                   std::to_string(MKTRACE_VERSION) + ")");
   t.rank = static_cast<int>(c.u32("rank"));
   t.world_size = static_cast<int>(c.u32("world size"));
   t.flags = c.u32("flags");
@@ -209,7 +265,7 @@ RankTrace read_rank_file(const std::string& path) {
   if (t.world_size <= 0 || t.rank < 0 || t.rank >= t.world_size)
     c.fail(12, "rank " + std::to_string(t.rank) + " of world size " + std::to_string(t.world_size) + " (corrupted)");
   if (record_bytes != MKTRACE_RECORD_BYTES)
-    c.fail(40, "record size " + std::to_string(record_bytes) + ", version 1 has " +
+    c.fail(40, "record size " + std::to_string(record_bytes) + ", version " + std::to_string(MKTRACE_VERSION) + " has " +
                    std::to_string(MKTRACE_RECORD_BYTES));
 
   const std::uint64_t records_begin = c.offset();
@@ -217,10 +273,12 @@ RankTrace read_rank_file(const std::string& path) {
   while (true) {
     if (c.left() == 0) {  // whole records and no footer: the rank never wrote one
       t.status = Status::INCOMPLETE;
+      check_annotations(t, records_begin);
       return t;
     }
     if (c.at(MKTRACE_FOOTER_MAGIC)) {
       read_footer(c, t, records_begin, bytes);
+      check_annotations(t, records_begin);
       return t;
     }
     const std::uint64_t at = c.offset();
@@ -231,7 +289,9 @@ RankTrace read_rank_file(const std::string& path) {
     if (!is_kind(code)) c.fail(at, "record " + std::to_string(t.events.size()) + ": unknown kind " + std::to_string(code) + " (corrupted)");
     Event e;
     e.kind = static_cast<Kind>(code);
-    c.u(2, "reserved");
+    e.flags = static_cast<std::uint16_t>(c.u(2, "flags"));
+    if ((e.flags & ~std::uint16_t{MKTRACE_POSTED_ANY_SOURCE | MKTRACE_POSTED_ANY_TAG}) != 0)
+      c.fail(at + 2, "record " + std::to_string(t.events.size()) + ": unknown flags " + std::to_string(e.flags) + " (corrupted)");
     e.peer = static_cast<std::int32_t>(c.u32("peer"));
     e.t_enter = c.f64("t_enter");
     e.t_exit = c.f64("t_exit");
@@ -258,17 +318,31 @@ Run read_run(const std::string& dir, const ReadOptions& options) {
   std::vector<std::string> states;
   try {
     const nlohmann::json j = nlohmann::json::parse(in);
+    // an int field must be a JSON integer in int's range (get<int> casts 1e10 with undefined behaviour)
+    const auto integer = [&](const char* key) {
+      const nlohmann::json& v = j.at(key);
+      constexpr auto lo = std::numeric_limits<int>::min(), hi = std::numeric_limits<int>::max();
+      if (v.is_number_unsigned() ? v.get<std::uint64_t>() > std::uint64_t{hi}
+                                 : !v.is_number_integer() || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi)
+        throw TraceError(json_path, TraceError::NO_OFFSET,
+                         std::string("/") + key + ": " + (v.is_primitive() ? v.dump() : v.type_name()) + " is not an int");
+      return v.get<int>();
+    };
     if (j.at("format").get<std::string>() != "mktrace-run")
       throw TraceError(json_path, TraceError::NO_OFFSET, "/format: expected \"mktrace-run\"");
-    if (j.at("version").get<int>() != 1)
+    if (integer("version") != static_cast<int>(MKTRACE_VERSION))
       throw TraceError(json_path, TraceError::NO_OFFSET,
-                       "/version: " + j.at("version").dump() + " is not supported (this reader reads version 1)");
-    run.P = j.at("P").get<int>();
+                       "/version: " + j.at("version").dump() + " is not supported (this reader reads version " +
+                           std::to_string(MKTRACE_VERSION) + ")");
+    run.P = integer("P");
     if (run.P <= 0) throw TraceError(json_path, TraceError::NO_OFFSET, "/P: must be positive");
     run.command = j.at("command").get<std::vector<std::string>>();
-    for (const auto& [name, value] : j.at("params").items())
+    for (const auto& [name, value] : j.at("params").items()) {
+      if (value.is_structured())  // (dumping a deeply nested value would overflow the stack)
+        throw TraceError(json_path, TraceError::NO_OFFSET, "/params/" + name + ": must be a number or a string");
       run.params[name] = value.is_string() ? value.get<std::string>() : value.dump();
-    run.exit_code = j.at("exit_code").get<int>();
+    }
+    run.exit_code = integer("exit_code");
     for (const auto& r : j.at("ranks")) states.push_back(r.at("state").get<std::string>());
   } catch (const nlohmann::json::exception& e) {
     throw TraceError(json_path, TraceError::NO_OFFSET, std::string("invalid run.json: ") + e.what());

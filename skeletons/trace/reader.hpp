@@ -1,4 +1,4 @@
-// Reading traced runs (format v1): validating as it goes, every error names the file and byte offset.
+// Reading traced runs (format v2): validating as it goes, every error names the file and byte offset.
 #pragma once
 
 #include "skeletons/trace/trace.hpp"

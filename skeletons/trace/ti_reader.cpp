@@ -71,6 +71,16 @@ struct Line {
   std::int32_t source_field(std::size_t i, int P) const {
     return integer(i) == SMPI_ANY_SOURCE ? ANY : rank_field(i, P);
   }
+  // byte counts: a * b and a + b of non-negative values, an error where int64 would overflow
+  std::int64_t product(std::int64_t a, std::int64_t b) const {
+    if (b != 0 && a > INT64_MAX / b)
+      fail("'" + tok[1] + "': " + std::to_string(a) + " x " + std::to_string(b) + " bytes is too large");
+    return a * b;
+  }
+  std::int64_t sum(std::int64_t a, std::int64_t b) const {
+    if (a > INT64_MAX - b) fail("'" + tok[1] + "': the counts add up to more than " + std::to_string(INT64_MAX));
+    return a + b;
+  }
   std::int32_t tag_field(std::size_t i) const {
     const std::int64_t v = integer(i);
     if (v < INT32_MIN || v > INT32_MAX) fail("tag out of range: " + std::to_string(v));
@@ -150,7 +160,7 @@ RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops) 
                    : a == "isend" ? Kind::ISEND : a == "issend" ? Kind::ISSEND : Kind::IRECV;
       const bool recv = k == Kind::RECV || k == Kind::IRECV;
       const std::int32_t peer = recv ? l.source_field(0, P) : l.rank_field(0, P);
-      const std::size_t i = push(k, peer, l.tag_field(1), l.count(2) * l.type_size(3));
+      const std::size_t i = push(k, peer, l.tag_field(1), l.product(l.count(2), l.type_size(3)));
       if (k == Kind::ISEND || k == Kind::ISSEND || k == Kind::IRECV) {
         t.events[i].request = next_request;
         pending.push_back({next_request++, i});
@@ -184,28 +194,28 @@ RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops) 
       push(Kind::BARRIER);
     } else if (a == "bcast") {
       l.expect_fields(3, "count root datatype");
-      const std::int64_t b = l.count(0) * l.type_size(2);
+      const std::int64_t b = l.product(l.count(0), l.type_size(2));
       push(Kind::BCAST, NO_RANK, NO_RANK, b, l.rank_field(1, P));
     } else if (a == "reduce") {
       l.expect_fields(4, "count op-flops root datatype");
       l.real(1);
-      const std::int64_t b = l.count(0) * l.type_size(3);
+      const std::int64_t b = l.product(l.count(0), l.type_size(3));
       push(Kind::REDUCE, NO_RANK, NO_RANK, b, l.rank_field(2, P));
     } else if (a == "allreduce") {
       l.expect_fields(3, "count op-flops datatype");
       l.real(1);
-      push(Kind::ALLREDUCE, NO_RANK, NO_RANK, l.count(0) * l.type_size(2));
+      push(Kind::ALLREDUCE, NO_RANK, NO_RANK, l.product(l.count(0), l.type_size(2)));
     } else if (a == "gather" || a == "scatter") {
       l.expect_fields(5, "sendcount recvcount root sendtype recvtype");
-      const std::int64_t send = l.count(0) * l.type_size(3), recv = l.count(1) * l.type_size(4);
+      const std::int64_t send = l.product(l.count(0), l.type_size(3)), recv = l.product(l.count(1), l.type_size(4));
       const bool g = a == "gather";
       push(g ? Kind::GATHER : Kind::SCATTER, NO_RANK, NO_RANK, g ? send : recv, l.rank_field(2, P));
     } else if (a == "allgather" || a == "alltoall") {
       l.expect_fields(4, "sendcount recvcount sendtype recvtype");
       l.count(1);
       l.type_size(3);
-      const std::int64_t send = l.count(0) * l.type_size(2);
-      push(a == "allgather" ? Kind::ALLGATHER : Kind::ALLTOALL, NO_RANK, NO_RANK, a == "allgather" ? send : send * P);
+      const std::int64_t send = l.product(l.count(0), l.type_size(2));
+      push(a == "allgather" ? Kind::ALLGATHER : Kind::ALLTOALL, NO_RANK, NO_RANK, a == "allgather" ? send : l.product(send, P));
     } else if (a == "gatherv" || a == "allgatherv") {
       const bool g = a == "gatherv";
       const std::size_t n = static_cast<std::size_t>(P);
@@ -215,31 +225,31 @@ RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops) 
       const std::int32_t root = g ? l.rank_field(n + 1, P) : NO_RANK;
       const std::size_t types = n + (g ? 2 : 1);
       l.type_size(types + 1);
-      push(g ? Kind::GATHERV : Kind::ALLGATHERV, NO_RANK, NO_RANK, l.count(0) * l.type_size(types), root);
+      push(g ? Kind::GATHERV : Kind::ALLGATHERV, NO_RANK, NO_RANK, l.product(l.count(0), l.type_size(types)), root);
     } else if (a == "scatterv") {
       const std::size_t n = static_cast<std::size_t>(P);
       l.expect_fields(n + 4, "P sendcounts recvcount root sendtype recvtype");
       std::int64_t sum = 0;
-      for (std::size_t j = 0; j < n; ++j) sum += l.count(j);
+      for (std::size_t j = 0; j < n; ++j) sum = l.sum(sum, l.count(j));
       const std::int32_t root = l.rank_field(n + 1, P);
       const std::int64_t st = l.type_size(n + 2), rt = l.type_size(n + 3);
-      push(Kind::SCATTERV, NO_RANK, NO_RANK, root == rank ? sum * st : l.count(n) * rt, root);
+      push(Kind::SCATTERV, NO_RANK, NO_RANK, root == rank ? l.product(sum, st) : l.product(l.count(n), rt), root);
     } else if (a == "alltoallv") {
       const std::size_t n = static_cast<std::size_t>(P);
       l.expect_fields(2 * n + 4, "sendtotal P sendcounts recvtotal P recvcounts sendtype recvtype");
       std::int64_t sum = 0;
-      for (std::size_t j = 0; j < n; ++j) sum += l.count(1 + j);
+      for (std::size_t j = 0; j < n; ++j) sum = l.sum(sum, l.count(1 + j));
       for (std::size_t j = 0; j < n + 1; ++j) l.count(n + 1 + j);
       if (sum != l.count(0)) l.fail("send total " + l.tok[2] + " is not the sum of the sendcounts, " + std::to_string(sum));
       l.type_size(2 * n + 3);
-      push(Kind::ALLTOALLV, NO_RANK, NO_RANK, sum * l.type_size(2 * n + 2));
+      push(Kind::ALLTOALLV, NO_RANK, NO_RANK, l.product(sum, l.type_size(2 * n + 2)));
     } else if (a == "reducescatter") {
       const std::size_t n = static_cast<std::size_t>(P);
       l.expect_fields(n + 2, "P recvcounts op-flops datatype");
       std::int64_t sum = 0;
-      for (std::size_t j = 0; j < n; ++j) sum += l.count(j);
+      for (std::size_t j = 0; j < n; ++j) sum = l.sum(sum, l.count(j));
       l.real(n);
-      push(Kind::REDUCE_SCATTER, NO_RANK, NO_RANK, sum * l.type_size(n + 1));
+      push(Kind::REDUCE_SCATTER, NO_RANK, NO_RANK, l.product(sum, l.type_size(n + 1)));
     } else {
       l.fail("unknown action '" + a + "'");
     }

@@ -1,5 +1,5 @@
 // Import of SimGrid time-independent traces (smpirun -trace-ti, SimGrid 3.32 syntax) into the event model of
-// the binary tracer (trace.hpp). Format, mapping and what differs from format v1: README.md, "SimGrid
+// the binary tracer (trace.hpp). Format, mapping and what differs from the binary format: README.md, "SimGrid
 // time-independent traces".
 #pragma once
 

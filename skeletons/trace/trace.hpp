@@ -1,4 +1,4 @@
-// The event model of a traced MPI run (format v1, skeletons/trace/README.md): plain values, parsed once
+// The event model of a traced MPI run (format v2, skeletons/trace/README.md): plain values, parsed once
 // by the reader; nothing downstream sees bytes or strings of the file.
 #pragma once
 
@@ -22,12 +22,14 @@ enum class Kind : std::uint16_t {
 
 /** @brief The MPI name of a kind ("MPI_Send"), or "?" for a code that is not a kind. */
 std::string_view kind_name(Kind kind);
-/** @brief Whether a raw code read from a file is one of the kinds of format v1. */
+/** @brief Whether a raw code read from a file is one of the kinds of the format. */
 bool is_kind(std::uint16_t code);
 /** @brief Point-to-point sends (blocking and non-blocking, and the send half of MPI_Sendrecv). */
 bool is_send(Kind kind);
 /** @brief Collective operations (barrier .. reduce_scatter). */
 bool is_collective(Kind kind);
+/** @brief Structure annotations of mktrace.h (region/loop begin, iteration, end): not MPI calls. */
+bool is_annotation(Kind kind);
 
 /** @brief Peer/tag/root values that are not ranks or tags. */
 inline constexpr std::int32_t NO_RANK = MKTRACE_NONE;
@@ -47,6 +49,10 @@ struct Event {
   std::int32_t root = NO_RANK;
   std::uint32_t request = 0;  ///< request id (0 = none), ties an isend/irecv to its COMPLETE record
   std::uint64_t site = 0;     ///< call-site hash, key of RankTrace::sites
+  std::uint16_t flags = 0;    ///< MKTRACE_POSTED_ANY_SOURCE / _TAG: the wildcards a receive was posted with
+
+  bool posted_any_source() const { return (flags & MKTRACE_POSTED_ANY_SOURCE) != 0; }
+  bool posted_any_tag() const { return (flags & MKTRACE_POSTED_ANY_TAG) != 0; }
 };
 
 /** @brief How a rank's trace ended. */
@@ -79,6 +85,8 @@ struct RankTrace {
   std::int32_t status_detail = 0;  ///< signal number (SIGNALED) or error code (ABORTED)
   std::vector<Event> events;
   std::map<std::uint64_t, CallSite> sites;
+  /// annotation names (mktrace.h); an annotation record's tag indexes this (empty for incomplete ranks)
+  std::vector<std::string> names;
 };
 
 /** @brief A traced run: run.json and every rank's trace, rank i at ranks[i]. */
