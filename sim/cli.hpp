@@ -13,4 +13,7 @@ enum ExitCode : int { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_DEADLOC
 /** @brief Runs `mksim args...` (args exclude the program name); returns the exit code. */
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
+/** @brief Runs `mkskel args...` (build, show, inspect); same exit codes. */
+int run_mkskel(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
 }  // namespace mksim::sim

@@ -101,6 +101,20 @@ struct RankGroup {
   Body body;
 };
 
+/** @brief A communication phase of the program (MK's communication phase graph, seed 000 s.3), as the
+ *  skeleton builder found it; not used by replay, read by the analytic model and reports. */
+struct PhaseDecl {
+  std::string name;
+  std::string type;         ///< "synchronous", "pipeline" or "collective"
+  std::string collective;   ///< for a collective phase: its op ("allreduce", ...)
+  Expr depth;               ///< D: edges of the longest processor chain (pipelines); 1 when synchronous
+  Expr occurrences;         ///< width: how many times the phase runs (a pipeline's blocks)
+  Expr senders;             ///< condition on rank: rank is in the send list SL
+  Expr receivers;           ///< condition on rank: rank is in the receive list RL
+  Expr overlap_s;           ///< computation overlapping one occurrence (s.4.1), seconds
+  bool independent_of_next = false;  ///< RL(this) and SL(next phase) do not intersect: the two may overlap
+};
+
 /** @brief A whole skeleton. Frame layout for evaluation: slot 0 = P, slot 1 = rank, then parameters,
  *  defines and loop variables as `symbols` lists them. */
 struct Skeleton {
@@ -113,6 +127,7 @@ struct Skeleton {
   std::vector<Param> params;    ///< in file order
   std::vector<Define> defines;  ///< in file order
   std::vector<RankGroup> groups;
+  std::vector<PhaseDecl> phases;  ///< optional ("phases"), in program order
   std::vector<BlockInfo> blocks;  ///< indexed by Block::index
   SymbolTable symbols;
   int request_slots = 0;                  ///< number of distinct request names

@@ -67,7 +67,7 @@ class Reader {
   void read(const Json& root) {
     expect_object(root, "");
     allowed(root, "", {"format", "version", "name", "description", "params", "let", "programs", "body",
-                       "provenance", "doc"});
+                       "phases", "provenance", "doc"});
     if (!root.contains("format") || root["format"] != "mksim-skeleton")
       fail("/format", "must be \"mksim-skeleton\"");
     if (!root.contains("version") || !root["version"].is_number_integer() || root["version"] != 1)
@@ -102,9 +102,41 @@ class Reader {
         sk_.groups.push_back(std::move(g));
       }
     }
+    if (root.contains("phases")) read_phases(root["phases"]);
   }
 
  private:
+  void read_phases(const Json& phases) {
+    if (!phases.is_array()) fail("/phases", "must be an array of phases");
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < phases.size(); ++i) {
+      const std::string at = "/phases/" + std::to_string(i);
+      const Json& j = phases[i];
+      expect_object(j, at);
+      allowed(j, at, {"name", "type", "collective", "depth", "occurrences", "senders", "receivers", "overlap_s",
+                      "independent_of_next", "doc", "fit"});
+      PhaseDecl d;
+      d.name = opt_string(j, "name", "", at);
+      if (d.name.empty()) fail(at + "/name", "a phase needs a non-empty name");
+      if (!names.insert(d.name).second) fail(at + "/name", "duplicate phase name \"" + d.name + "\"");
+      d.type = opt_string(j, "type", "", at);
+      if (d.type != "synchronous" && d.type != "pipeline" && d.type != "collective")
+        fail(at + "/type", "must be \"synchronous\", \"pipeline\" or \"collective\"");
+      d.collective = opt_string(j, "collective", "", at);
+      auto opt_expr = [&](const char* key, const char* def) { return expr(j.contains(key) ? j[key] : Json(def), at + "/" + key); };
+      d.depth = opt_expr("depth", "1");
+      d.occurrences = opt_expr("occurrences", "1");
+      d.senders = opt_expr("senders", "1");
+      d.receivers = opt_expr("receivers", "1");
+      d.overlap_s = opt_expr("overlap_s", "0");
+      if (j.contains("independent_of_next")) {
+        if (!j["independent_of_next"].is_boolean()) fail(at + "/independent_of_next", "must be true or false");
+        d.independent_of_next = j["independent_of_next"].get<bool>();
+      }
+      sk_.phases.push_back(std::move(d));
+    }
+  }
+
   [[noreturn]] void fail(const std::string& at, const std::string& msg) const {
     throw SkeletonError(file_, at.empty() ? "/" : at, msg);
   }
@@ -333,12 +365,21 @@ class Reader {
 }  // namespace
 
 Skeleton parse_skeleton(const std::string& text, const std::string& file) {
+  // The reader, the checks and dump() in messages recurse as deep as the JSON: bound it while parsing.
+  constexpr int MAX_DEPTH = 256;
+  const auto bounded = [&](int depth, Json::parse_event_t event, Json&) {
+    if (depth >= MAX_DEPTH && (event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start))
+      throw SkeletonError(file, "", "not a skeleton: JSON nested more than " + std::to_string(MAX_DEPTH) + " levels deep");
+    return true;
+  };
   Json root;
   try {
-    root = Json::parse(text);
+    root = Json::parse(text, bounded);
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte is the offset where parsing stopped; a truncated file stops at its end.
     throw SkeletonError(file, "byte " + std::to_string(e.byte), std::string("not valid JSON: ") + e.what());
+  } catch (const nlohmann::json::exception& e) {  // out_of_range 406: a number beyond the range of double
+    throw SkeletonError(file, "", std::string("not valid JSON: ") + e.what());
   }
   Skeleton sk;
   sk.file = file;
@@ -417,11 +458,11 @@ void check_body(const Skeleton& sk, const Body& body, std::vector<double>& frame
           if constexpr (std::is_same_v<T, Loop>) {
             double n = op.count.eval(frame);
             if (!(n >= 0) || !std::isfinite(n)) bad(b, "loop count \"" + op.count.text() + "\" = " + fmt(n) + " is not a count");
-            long long iters = static_cast<long long>(std::floor(n));
+            const double iters = std::floor(n);  // (a cast to an integer type is undefined beyond its range)
             if (iters == 0) return;
             double saved = op.var_slot >= 0 ? frame[op.var_slot] : 0;
-            for (long long it : {0LL, iters - 1}) {
-              if (op.var_slot >= 0) frame[op.var_slot] = static_cast<double>(it);
+            for (double it : {0.0, iters - 1}) {
+              if (op.var_slot >= 0) frame[op.var_slot] = it;
               check_body(sk, op.body, frame, P, rank);
               if (iters == 1) break;
             }

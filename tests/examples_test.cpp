@@ -232,8 +232,8 @@ TEST(Examples, SchemaTopLevelMatchesTheReader) {
   EXPECT_EQ(schema.at("additionalProperties"), false);
   std::set<std::string> props;
   for (const auto& [k, _] : schema.at("properties").items()) props.insert(k);
-  const std::set<std::string> reader = {"format", "version", "name", "description", "params",
-                                        "let",    "programs", "body", "provenance", "doc"};
+  const std::set<std::string> reader = {"format", "version", "name", "description", "params", "let",
+                                        "programs", "body", "phases", "provenance", "doc"};
   EXPECT_EQ(props, reader);
   std::set<std::string> group;
   for (const auto& [k, _] : schema.at("properties").at("programs").at("items").at("properties").items()) group.insert(k);

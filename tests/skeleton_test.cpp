@@ -150,3 +150,42 @@ TEST(Skeleton, CheckForRunFindsPeersOutsideRange) {
   Skeleton g = parse_skeleton(R"({"format":"mksim-skeleton","version":1,"programs":[{"ranks":"rank < 2","body":[]}]})");
   EXPECT_THROW(check_for_run(g, bind_parameters(g, 4, {}), 4), SkeletonError);
 }
+
+namespace {
+
+TEST(Skeleton, PhasesAreReadWithTheirExpressionsAndChecked) {
+  const std::string head = R"({"format":"mksim-skeleton","version":1,"params":{"K":4},"body":[],"phases":)";
+  Skeleton sk = parse_skeleton(head + R"([{"name":"fwd","type":"pipeline","depth":"P - 1","occurrences":"32 / K",
+    "senders":"rank < P - 1","receivers":"rank > 0","overlap_s":1e-6,"independent_of_next":true},
+    {"name":"sum","type":"collective","collective":"allreduce"}]})", "t.json");
+  ASSERT_EQ(sk.phases.size(), 2u);
+  const auto& f = sk.phases[0];
+  EXPECT_EQ(f.type, "pipeline");
+  EXPECT_TRUE(f.independent_of_next);
+  std::vector<double> frame(sk.symbols.size(), 0.0);
+  frame[Skeleton::SLOT_P] = 8;
+  frame[static_cast<std::size_t>(sk.symbols.find("K"))] = 4;
+  EXPECT_EQ(f.depth.eval(frame), 7);
+  EXPECT_EQ(f.occurrences.eval(frame), 8);
+  frame[Skeleton::SLOT_RANK] = 7;
+  EXPECT_EQ(f.senders.eval(frame), 0);
+  EXPECT_EQ(f.receivers.eval(frame), 1);
+  EXPECT_EQ(sk.phases[1].depth.eval(frame), 1);  // defaults
+  EXPECT_EQ(sk.phases[1].collective, "allreduce");
+  auto error = [&](const std::string& phases) {
+    try {
+      parse_skeleton(head + phases + "}", "t.json");
+    } catch (const SkeletonError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error(R"([{"name":"a","type":"ring"}])"),
+            "t.json: /phases/0/type: must be \"synchronous\", \"pipeline\" or \"collective\"");
+  EXPECT_EQ(error(R"([{"name":"a","type":"pipeline"},{"name":"a","type":"pipeline"}])"),
+            "t.json: /phases/1/name: duplicate phase name \"a\"");
+  EXPECT_NE(error(R"([{"name":"a","type":"pipeline","depth":"Q"}])").find("/phases/0/depth"), std::string::npos);
+  EXPECT_NE(error(R"([{"name":"a","type":"pipeline","width":2}])").find("unknown field \"width\""), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,788 @@
+#include "skeletons/build/builder.hpp"
+
+#include "skeletons/build/cpg.hpp"
+#include "skeletons/build/features.hpp"
+#include "skeletons/build/predicate.hpp"
+#include "skeletons/build/regress.hpp"
+#include "skeletons/trace/reader.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+namespace mksim::skeletons::build {
+
+namespace {
+
+using trace::Kind;
+
+// What a rank did, folded, with the run it belongs to.
+struct RunInfo {
+  std::string name;      // the run directory
+  int P = 0;
+  Vars vars;             // P and the parameters
+  std::vector<RankProgram> ranks;
+  const trace::Run* run = nullptr;
+};
+
+struct Member {
+  const RunInfo* run;
+  int rank;
+  const Seq* seq;
+};
+
+Vars vars_of(const Member& m) {
+  Vars v = m.run->vars;
+  v["rank"] = m.rank;
+  return v;
+}
+
+std::string fmt_number(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The union program. Ranks (of all runs) with the same shape share one folded structure; the distinct
+// shapes are aligned one after the other into one program (longest common subsequence over call keys,
+// loops matched with loops and their bodies aligned recursively), each node remembering which shapes,
+// and so which ranks, run it. A node not run by every rank of its enclosing block gets an `if` whose
+// condition on rank is found by the predicate search. A call carries the compute gap before it.
+
+// the identity of a call for alignment: what shape_hash sees of it
+std::uint64_t call_key(const Call& c) {
+  Seq one(1);
+  one[0].op = c;
+  return shape_hash(one);
+}
+
+// One shape's members walked in parallel: the same position in each member's sequence.
+struct Occ {
+  std::size_t shape = 0;
+  std::vector<const Node*> nodes;  // the call or loop, per member of the shape
+  std::vector<const Node*> gaps;   // the compute gap before it (nullptr when none), per member
+};
+
+struct UNode {
+  enum class Type { CALL, LOOP, TAIL } type = Type::CALL;
+  std::uint64_t key = 0;               // CALL: call_key; LOOP/TAIL: 0
+  std::vector<Occ> occ;
+  std::vector<UNode> body;             // LOOP
+};
+
+// A sequence cut into units: each call with the gap before it, each loop with the gap before it, and
+// the gap at the end (a TAIL unit, possibly without gap).
+struct Unit {
+  UNode::Type type;
+  std::size_t node = 0;     // index of the call/loop in the sequence (TAIL: size())
+  long gap = -1;            // index of the compute node before it, -1 when none
+};
+
+std::vector<Unit> units_of(const Seq& s) {
+  std::vector<Unit> u;
+  long gap = -1;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (std::holds_alternative<Compute>(s[i].op)) {
+      gap = static_cast<long>(i);
+      continue;
+    }
+    u.push_back({std::holds_alternative<Loop>(s[i].op) ? UNode::Type::LOOP : UNode::Type::CALL, i, gap});
+    gap = -1;
+  }
+  u.push_back({UNode::Type::TAIL, s.size(), gap});
+  return u;
+}
+
+// One shape's members at one level of the program: the same sequence position in every member.
+struct ShapeSeqs {
+  std::size_t shape = 0;
+  std::vector<const Seq*> seqs;  // per member of the shape; same structure
+};
+
+// The identity of a unit within a level: a call by its key and how many times the key came before it
+// in the same sequence, a loop by how many loops came before it, the tail.
+using UnitId = std::tuple<int, std::uint64_t, std::size_t>;
+
+std::vector<UnitId> unit_ids(const Seq& rep, const std::vector<Unit>& units) {
+  std::vector<UnitId> ids;
+  std::map<std::uint64_t, std::size_t> seen;
+  std::size_t loops = 0;
+  for (const Unit& u : units) {
+    if (u.type == UNode::Type::CALL) {
+      const std::uint64_t k = call_key(std::get<Call>(rep[u.node].op));
+      ids.emplace_back(0, k, seen[k]++);
+    } else if (u.type == UNode::Type::LOOP) {
+      ids.emplace_back(1, 0, loops++);
+    } else {
+      ids.emplace_back(2, 0, 0);
+    }
+  }
+  return ids;
+}
+
+// Builds one level of the union program from every shape's sequences at that level. The order is a
+// topological order of "comes before" over all shapes (each shape's own order is kept; nodes of
+// different shapes that no shape orders keep the order of the first shape that has them). Shapes that
+// order the same nodes differently make a cycle: then nodes are not shared across those shapes (the
+// program gets one copy per order), which is correct though longer.
+std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs) {
+  struct Info {
+    UNode node;
+    std::pair<std::size_t, std::size_t> priority;  // (input index, position): first appearance
+    std::vector<std::pair<std::size_t, Unit>> loops; // LOOP: (input index, unit) per input
+  };
+  std::map<UnitId, std::size_t> index;
+  std::vector<Info> nodes;
+  std::vector<std::set<std::size_t>> succ;
+  std::vector<std::size_t> indegree;
+  for (std::size_t in = 0; in < inputs.size(); ++in) {
+    const Seq& rep = *inputs[in].seqs.front();
+    const std::vector<Unit> units = units_of(rep);
+    const std::vector<UnitId> ids = unit_ids(rep, units);
+    std::size_t prev = SIZE_MAX;
+    for (std::size_t k = 0; k < units.size(); ++k) {
+      auto [it, fresh] = index.try_emplace(ids[k], nodes.size());
+      if (fresh) {
+        Info info;
+        info.node.type = units[k].type;
+        info.node.key = std::get<1>(ids[k]);
+        info.priority = {in, k};
+        nodes.push_back(std::move(info));
+        succ.emplace_back();
+        indegree.push_back(0);
+      }
+      const std::size_t id = it->second;
+      Occ o;
+      o.shape = inputs[in].shape;
+      for (const Seq* sq : inputs[in].seqs) {
+        o.nodes.push_back(units[k].type == UNode::Type::TAIL ? nullptr : &(*sq)[units[k].node]);
+        o.gaps.push_back(units[k].gap >= 0 ? &(*sq)[static_cast<std::size_t>(units[k].gap)] : nullptr);
+      }
+      nodes[id].node.occ.push_back(std::move(o));
+      if (units[k].type == UNode::Type::LOOP) nodes[id].loops.emplace_back(in, units[k]);
+      if (prev != SIZE_MAX && succ[prev].insert(id).second) ++indegree[id];
+      prev = id;
+    }
+  }
+  // Kahn's algorithm, smallest first appearance first
+  std::set<std::pair<std::pair<std::size_t, std::size_t>, std::size_t>> ready;
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (indegree[i] == 0) ready.insert({nodes[i].priority, i});
+  std::vector<std::size_t> order;
+  while (!ready.empty()) {
+    const std::size_t i = ready.begin()->second;
+    ready.erase(ready.begin());
+    order.push_back(i);
+    for (std::size_t j : succ[i])
+      if (--indegree[j] == 0) ready.insert({nodes[j].priority, j});
+  }
+  if (order.size() != nodes.size()) {
+    // a cycle: build each input's level separately and concatenate (tails merged at the end)
+    std::vector<UNode> all;
+    UNode tail;
+    tail.type = UNode::Type::TAIL;
+    for (const ShapeSeqs& in : inputs) {
+      std::vector<UNode> one = build_level({in});
+      for (UNode& u : one) {
+        if (u.type == UNode::Type::TAIL)
+          for (Occ& o : u.occ) tail.occ.push_back(std::move(o));
+        else
+          all.push_back(std::move(u));
+      }
+    }
+    all.push_back(std::move(tail));
+    return all;
+  }
+  std::vector<UNode> level;
+  for (std::size_t i : order) {
+    Info& info = nodes[i];
+    if (info.node.type == UNode::Type::LOOP) {
+      std::vector<ShapeSeqs> bodies;
+      for (const auto& [in, unit] : info.loops) {
+        ShapeSeqs b;
+        b.shape = inputs[in].shape;
+        for (const Seq* sq : inputs[in].seqs) b.seqs.push_back(&std::get<Loop>((*sq)[unit.node].op).body);
+        bodies.push_back(std::move(b));
+      }
+      info.node.body = build_level(bodies);
+    }
+    level.push_back(std::move(info.node));
+  }
+  return level;
+}
+
+// The builder's state for one skeleton.
+class Builder {
+ public:
+  Builder(std::vector<RunInfo> runs, std::vector<std::string> params, const BuildOptions& o)
+      : runs_(std::move(runs)), params_(std::move(params)), opt_(o) {}
+
+  BuildResult result;
+
+  nlohmann::json build() {
+    // every rank of every run is a member; ranks with the same shape share one alignment
+    std::map<std::uint64_t, std::size_t> shape_index;
+    for (const RunInfo& r : runs_)
+      for (const RankProgram& p : r.ranks) {
+        const std::uint64_t h = shape_hash(p.seq);
+        auto [it, fresh] = shape_index.try_emplace(h, shapes_.size());
+        if (fresh) shapes_.emplace_back();
+        shapes_[it->second].push_back(members_.size());
+        members_.push_back({&r, p.rank, &p.seq});
+      }
+    // align the most common shapes first: they set the order of the program
+    std::vector<std::size_t> order(shapes_.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return shapes_[a].size() > shapes_[b].size(); });
+    std::vector<ShapeSeqs> inputs;
+    for (std::size_t s : order) {
+      ShapeSeqs in;
+      in.shape = s;
+      for (std::size_t m : shapes_[s]) in.seqs.push_back(members_[m].seq);
+      inputs.push_back(std::move(in));
+    }
+    const std::vector<UNode> program = build_level(inputs);
+    for (const auto& m : members_) collect_waited(*m.seq);
+    if (std::getenv("MKSKEL_DEBUG")) dump(program, 0);
+
+    std::vector<bool> everyone(members_.size(), true);
+    nlohmann::json sk;
+    sk["format"] = "mksim-skeleton";
+    sk["version"] = 1;
+    sk["name"] = name();
+    sk["description"] = "Built by mkskel from " + std::to_string(runs_.size()) + " traced run(s) of " +
+                        command_text() + ".";
+    nlohmann::json params = nlohmann::json::object();
+    const RunInfo& largest = runs_.back();
+    for (const auto& p : params_) params[p] = {{"default", largest.vars.at(p)}, {"doc", "run parameter (traced runs: " + values_of(p) + ")"}};
+    sk["params"] = params;
+    nlohmann::json phases = build_phases();
+    sk["body"] = emit_list(program, everyone, "/body");
+    if (!phases.empty()) sk["phases"] = phases;
+    nlohmann::json prov;
+    prov["tool"] = "mkskel";
+    prov["runs"] = nlohmann::json::array();
+    for (const RunInfo& r : runs_) {
+      nlohmann::json jr;
+      jr["dir"] = r.name;
+      jr["P"] = r.P;
+      for (const auto& p : params_) jr["params"][p] = r.vars.at(p);
+      prov["runs"].push_back(jr);
+    }
+    prov["shapes"] = shapes_.size();
+    if (fixed_params_) {
+      std::string fixed;
+      for (const auto& p : params_)
+        if (values_of(p).find(',') == std::string::npos) fixed += (fixed.empty() ? "" : ", ") + p + "=" + values_of(p);
+      if (!fixed.empty())
+        result.ambiguities.insert(result.ambiguities.begin(),
+                                  fixed + " in every run: no expression can depend on " +
+                                      (fixed.find(',') == std::string::npos ? "it" : "them") +
+                                      "; trace runs at other values to find out whether the program's numbers do");
+    }
+    if (!result.ambiguities.empty()) prov["ambiguities"] = result.ambiguities;
+    if (!result.warnings.empty()) prov["warnings"] = result.warnings;
+    sk["provenance"] = prov;
+    return sk;
+  }
+
+ private:
+  std::vector<RunInfo> runs_;
+  std::vector<std::string> params_;
+  BuildOptions opt_;
+  std::vector<Member> members_;
+  std::vector<std::vector<std::size_t>> shapes_;        // shape -> member indices
+  std::map<std::uint64_t, std::string> request_names_;  // waited isend/irecv site -> name
+  std::map<std::vector<bool>, std::string> predicates_; // member set -> condition
+  std::map<std::uint64_t, std::string> site_phase_;      // call site -> phase name
+  std::string last_request_phase_;                       // phase of the last isend/irecv emitted
+  bool fixed_params_ = false;                            // some fit met a parameter that never varied
+
+  // The communication phase graph of every run (cpg.hpp), generalised: a phase is the same in two runs
+  // when it has the same call points; its depth, width and overlapped computation are regressed over the
+  // runs, its send and receive lists become conditions on rank.
+  nlohmann::json build_phases() {
+    struct Seen {
+      const RunInfo* run;
+      const Phase* phase;
+      bool independent_next;
+    };
+    std::vector<PhaseGraph> graphs;
+    graphs.reserve(runs_.size());
+    for (const RunInfo& r : runs_) graphs.push_back(build_cpg(*r.run, r.ranks));
+    std::map<std::string, std::vector<Seen>> by_key;
+    std::vector<std::string> order;  // keys, in the order of the largest run, then the others
+    std::map<std::string, std::vector<std::uint64_t>> key_sites;
+    std::map<std::string, const Phase*> example;
+    for (std::size_t ri = runs_.size(); ri-- > 0;) {
+      const PhaseGraph& g = graphs[ri];
+      for (const Phase& ph : g.phases) {
+        std::vector<std::pair<int, std::uint64_t>> pts;
+        for (int id : ph.send_points) pts.emplace_back(static_cast<int>(g.points[static_cast<std::size_t>(id)].kind), g.points[static_cast<std::size_t>(id)].site);
+        for (int id : ph.recv_points) pts.emplace_back(static_cast<int>(g.points[static_cast<std::size_t>(id)].kind), g.points[static_cast<std::size_t>(id)].site);
+        std::sort(pts.begin(), pts.end());
+        pts.erase(std::unique(pts.begin(), pts.end()), pts.end());
+        std::string key;
+        for (const auto& [k, site] : pts) key += std::to_string(k) + ":" + std::to_string(site) + ",";
+        if (ph.type == PhaseType::COLLECTIVE) key += "c" + std::to_string(static_cast<int>(ph.collective));
+        bool independent = false;
+        for (const PhaseLink& l : g.order)
+          if (l.from == ph.id) independent = l.independent;
+        if (!by_key.count(key)) {
+          order.push_back(key);
+          example[key] = &ph;
+          for (const auto& pt : pts) key_sites[key].push_back(pt.second);
+        }
+        by_key[key].push_back({&runs_[ri], &ph, independent});
+      }
+    }
+    nlohmann::json out = nlohmann::json::array();
+    std::map<std::string, int> counter;
+    for (const std::string& key : order) {
+      const std::vector<Seen>& seen = by_key[key];
+      const Phase& ex = *example[key];
+      bool pipeline = false;
+      for (const Seen& x : seen) pipeline = pipeline || (x.phase->type_decided && x.phase->type == PhaseType::PIPELINE);
+      std::string type = ex.type == PhaseType::COLLECTIVE ? "collective" : pipeline ? "pipeline" : "synchronous";
+      std::string base = ex.type == PhaseType::COLLECTIVE ? std::string(trace::kind_name(ex.collective)).substr(4) : type;
+      for (char& c : base) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      const std::string name = base + "-" + std::to_string(++counter[base]);
+      const std::string at = "/phases/" + std::to_string(out.size());
+      nlohmann::json j = {{"name", name}, {"type", type}};
+      if (ex.type == PhaseType::COLLECTIVE) j["collective"] = base;
+      nlohmann::json fits = nlohmann::json::object();
+      std::vector<Sample> depth, occ, overlap;
+      for (const Seen& x : seen) {
+        depth.push_back({x.run->vars, static_cast<double>(x.phase->depth), x.run->name});
+        occ.push_back({x.run->vars, static_cast<double>(x.phase->occurrences), x.run->name});
+        if (x.phase->overlap_s.n > 0) overlap.push_back({x.run->vars, x.phase->overlap_s.mean(), x.run->name});
+      }
+      if (ex.type != PhaseType::COLLECTIVE) j["depth"] = fit_int(depth, at, fits, "depth", false);
+      j["occurrences"] = fit_int(occ, at, fits, "occurrences", false);
+      if (!overlap.empty()) j["overlap_s"] = fit_real(overlap, at, fits, "overlap_s");
+      // SL and RL as conditions on rank, over every run (absent: empty lists)
+      for (const char* list : {"senders", "receivers"}) {
+        std::vector<RunLabels> labels;
+        for (const RunInfo& r : runs_) {
+          RunLabels l;
+          l.vars = r.vars;
+          l.member.assign(static_cast<std::size_t>(r.P), false);
+          for (const Seen& x : seen)
+            if (x.run == &r)
+              for (int rank : std::string(list) == "senders" ? x.phase->senders : x.phase->receivers)
+                l.member[static_cast<std::size_t>(rank)] = true;
+          labels.push_back(std::move(l));
+        }
+        const GroupPredicate g = find_group_predicate(labels);
+        if (g.found) {
+          j[list] = g.text;
+          if (!g.alternatives.empty())
+            result.ambiguities.push_back(at + "/" + list + ": \"" + g.text + "\" fits every run, and so does \"" +
+                                         g.alternatives.front().text + "\"");
+        } else {
+          result.warnings.push_back(at + "/" + list + ": no condition on rank describes the list in every run: " + g.message);
+        }
+      }
+      j["independent_of_next"] = seen.front().independent_next;
+      j["fit"] = fits;
+      j["doc"] = std::to_string(seen.size()) + " of " + std::to_string(runs_.size()) + " runs have this phase";
+      for (std::uint64_t site : key_sites[key])
+        if (site != 0) site_phase_.emplace(site, name);
+      out.push_back(std::move(j));
+    }
+    return out;
+  }
+
+  void dump(const std::vector<UNode>& list, int depth) const {
+    for (const UNode& u : list) {
+      std::fprintf(stderr, "%*s%s key=%llx shapes:", depth * 2, "", u.type == UNode::Type::CALL ? "call" : u.type == UNode::Type::LOOP ? "loop" : "tail",
+                   static_cast<unsigned long long>(u.key));
+      for (const Occ& o : u.occ) std::fprintf(stderr, " %zu", o.shape);
+      if (u.type == UNode::Type::CALL) std::fprintf(stderr, " %s peer=%d", std::string(trace::kind_name(std::get<Call>(u.occ[0].nodes[0]->op).kind)).c_str(), std::get<Call>(u.occ[0].nodes[0]->op).peer);
+      std::fprintf(stderr, "\n");
+      dump(u.body, depth + 1);
+    }
+  }
+
+  std::string name() const {
+    if (!opt_.name.empty()) return opt_.name;
+    const auto& cmd = runs_.front().run->command;
+    return cmd.empty() ? "program" : std::filesystem::path(cmd.front()).filename().string();
+  }
+
+  std::string command_text() const {
+    const auto& cmd = runs_.front().run->command;
+    return cmd.empty() ? "a program" : std::filesystem::path(cmd.front()).filename().string();
+  }
+
+  std::string values_of(const std::string& p) const {
+    std::set<double> v;
+    for (const RunInfo& r : runs_) v.insert(r.vars.at(p));
+    std::string s;
+    for (double x : v) s += (s.empty() ? "" : ", ") + fmt_number(x);
+    return s;
+  }
+
+  void collect_waited(const Seq& seq) {
+    for (const Node& n : seq) {
+      if (const auto* c = std::get_if<Call>(&n.op)) {
+        if (c->kind == Kind::WAIT && c->waits_on != 0 && !request_names_.count(c->waits_on))
+          request_names_.emplace(c->waits_on, "r" + std::to_string(request_names_.size()));
+      } else if (const auto* l = std::get_if<Loop>(&n.op)) {
+        collect_waited(l->body);
+      }
+    }
+  }
+
+  // The members (global indices) that run a union node.
+  std::vector<bool> members_of(const UNode& u) const {
+    std::vector<bool> in(members_.size(), false);
+    for (const Occ& o : u.occ)
+      for (std::size_t m : shapes_[o.shape]) in[m] = true;
+    return in;
+  }
+
+  // The condition that is true exactly on `in` in every run.
+  std::string condition(const std::vector<bool>& in, const std::string& where) {
+    if (auto it = predicates_.find(in); it != predicates_.end()) return it->second;
+    std::vector<RunLabels> labels;
+    std::map<const RunInfo*, std::size_t> index;
+    for (const RunInfo& r : runs_) {
+      RunLabels l;
+      l.vars = r.vars;
+      l.member.assign(static_cast<std::size_t>(r.P), false);
+      index[&r] = labels.size();
+      labels.push_back(std::move(l));
+    }
+    for (std::size_t m = 0; m < members_.size(); ++m)
+      if (in[m]) labels[index[members_[m].run]].member[static_cast<std::size_t>(members_[m].rank)] = true;
+    GroupPredicate g = find_group_predicate(labels);
+    if (!g.found) {
+      std::string per_run;
+      for (std::size_t i = 0; i < runs_.size(); ++i)
+        per_run += "\n  " + runs_[i].name + " (" + describe_vars(runs_[i].vars) + "): ranks " + describe_ranks(labels[i].member);
+      throw BuildError(where + ": the ranks that run this part of the program follow no condition on rank that holds in every run: " +
+                       g.message + per_run +
+                       "\nThe runs' structures disagree; trace more runs at the P where this happens, or annotate "
+                       "loops with mktrace.h so that their structure is the same at every P.");
+    }
+    if (!g.alternatives.empty()) {
+      std::string alts;
+      for (const auto& a : g.alternatives) alts += (alts.empty() ? "" : ", ") + a.text;
+      std::string at;
+      for (const Vars& v : g.resolve_runs) at += (at.empty() ? "" : "; ") + describe_vars(v);
+      if (at.empty()) at = g.resolve_at ? describe_vars(*g.resolve_at) : std::string("an unseen P");
+      result.ambiguities.push_back(where + "/cond: \"" + g.text + "\" fits every run, and so do " + alts +
+                                   "; runs at " + at + " would tell them apart");
+    }
+    predicates_.emplace(in, g.text);
+    return g.text;
+  }
+
+  // The ambiguity of a fit, without the remark that a parameter never varied: that holds for every
+  // quantity alike, so build() reports it once (fixed_params_).
+  void note_ambiguity(const std::string& where, const Fit& f) {
+    if (f.ambiguity.empty()) return;
+    std::string kept, part;
+    std::string text = f.ambiguity, sep = "; ";
+    std::size_t from = 0;
+    while (from <= text.size()) {
+      std::size_t to = text.find(sep, from);
+      part = text.substr(from, to == std::string::npos ? std::string::npos : to - from);
+      if (part.find(" in every run, so the expression cannot depend on ") != std::string::npos)
+        fixed_params_ = true;
+      else if (!part.empty())
+        kept += (kept.empty() ? "" : sep) + part;
+      if (to == std::string::npos) break;
+      from = to + sep.size();
+    }
+    if (!kept.empty()) result.ambiguities.push_back(where + ": " + kept);
+  }
+
+  // Fits one integer quantity (counts, sizes, peers, tags, roots); returns its expression text.
+  std::string fit_int(const std::vector<Sample>& samples, const std::string& where, nlohmann::json& fits,
+                      const char* field, bool allow_rank) {
+    bool all_same = true;
+    for (const Sample& s : samples) all_same = all_same && s.value == samples.front().value;
+    if (all_same) return fmt_number(samples.front().value);
+    FitOptions fo;
+    fo.integer = true;
+    fo.allow_rank = allow_rank;
+    Fit f = fit_quantity(samples, params_, fo);
+    if (!f.exact) {
+      fo.integer = false;
+      f = fit_quantity(samples, params_, fo);
+      result.warnings.push_back(where + "/" + field + ": no exact expression fits every run; using \"" + f.expr +
+                                "\" (largest relative error " + fmt_number(f.max_rel_error) + ")");
+      fits[field] = {{"expr", f.expr}, {"max_rel_error", f.max_rel_error}, {"cv_rel_error", f.cv_rel_error}};
+    }
+    note_ambiguity(where + "/" + field, f);
+    return f.expr;
+  }
+
+  std::string fit_real(const std::vector<Sample>& samples, const std::string& where, nlohmann::json& fits,
+                       const char* field) {
+    FitOptions fo;
+    Fit f = fit_quantity(samples, params_, fo);
+    fits[field] = {{"expr", f.expr}, {"max_rel_error", f.max_rel_error}, {"cv_rel_error", f.cv_rel_error},
+                   {"samples", samples.size()}};
+    note_ambiguity(where + "/" + field, f);
+    return f.expr;
+  }
+
+  // Samples of a number read from each member's node of every occurrence.
+  template <class F>
+  std::vector<Sample> samples(const UNode& u, F get) const {
+    std::vector<Sample> out;
+    for (const Occ& o : u.occ)
+      for (std::size_t k = 0; k < o.nodes.size(); ++k) {
+        const Member& m = members_[shapes_[o.shape][k]];
+        out.push_back({vars_of(m), get(*o.nodes[k]), m.run->name});
+      }
+    return out;
+  }
+
+  std::vector<Sample> gap_samples(const UNode& u, bool& any) const {
+    std::vector<Sample> out;
+    any = false;
+    for (const Occ& o : u.occ)
+      for (std::size_t k = 0; k < o.nodes.size(); ++k) {
+        const Member& m = members_[shapes_[o.shape][k]];
+        const Node* g = o.gaps[k];
+        const double v = g ? std::get<Compute>(g->op).seconds.mean() : 0.0;
+        any = any || v > opt_.min_compute_s;
+        out.push_back({vars_of(m), v, m.run->name});
+      }
+    return out;
+  }
+
+  static const char* p2p_op(Kind k) {
+    switch (k) {
+      case Kind::SEND: case Kind::SSEND: case Kind::BSEND: case Kind::RSEND: return "send";
+      case Kind::RECV: return "recv";
+      case Kind::ISEND: case Kind::ISSEND: return "isend";
+      case Kind::IRECV: return "irecv";
+      default: return nullptr;
+    }
+  }
+
+  static const char* collective_op(Kind k) {
+    switch (k) {
+      case Kind::BARRIER: return "barrier";
+      case Kind::BCAST: return "bcast";
+      case Kind::REDUCE: return "reduce";
+      case Kind::ALLREDUCE: return "allreduce";
+      case Kind::GATHER: return "gather";
+      case Kind::SCATTER: return "scatter";
+      case Kind::ALLGATHER: return "allgather";
+      case Kind::ALLTOALL: return "alltoall";
+      default: return nullptr;
+    }
+  }
+
+  std::string site_text(const UNode& u) const {
+    const Occ& o = u.occ.front();
+    const Call& c = std::get<Call>(o.nodes.front()->op);
+    if (c.site == 0) return "";
+    const Member& m = members_[shapes_[o.shape].front()];
+    return trace::describe_site(m.run->run->ranks[static_cast<std::size_t>(m.rank)], c.site);
+  }
+
+  // The blocks of a list of union nodes whose enclosing block runs on the members `context`.
+  nlohmann::json emit_list(const std::vector<UNode>& list, const std::vector<bool>& context, const std::string& where) {
+    nlohmann::json body = nlohmann::json::array();
+    std::size_t i = 0;
+    while (i < list.size()) {
+      // a run of consecutive nodes with the same members shares one `if`
+      const std::vector<bool> here = members_of(list[i]);
+      std::size_t j = i + 1;
+      while (j < list.size() && members_of(list[j]) == here) ++j;
+      if (here == context) {
+        for (std::size_t k = i; k < j; ++k) emit_node(list[k], here, where, body);
+      } else {
+        const std::string at = where + "/" + std::to_string(body.size());
+        nlohmann::json then = nlohmann::json::array();
+        for (std::size_t k = i; k < j; ++k) emit_node(list[k], here, at + "/then", then);
+        if (!then.empty()) body.push_back({{"op", "if"}, {"cond", condition(here, at)}, {"then", then}});
+      }
+      i = j;
+    }
+    return body;
+  }
+
+  void emit_node(const UNode& u, const std::vector<bool>& here, const std::string& where, nlohmann::json& body) {
+    // the compute gap before the node
+    bool any = false;
+    std::vector<Sample> gap = gap_samples(u, any);
+    if (any) {
+      nlohmann::json fits = nlohmann::json::object();
+      const std::string at = where + "/" + std::to_string(body.size());
+      body.push_back({{"op", "compute"}, {"seconds", fit_real(gap, at, fits, "seconds")}, {"fit", fits}});
+    }
+    const std::string at = where + "/" + std::to_string(body.size());
+    if (u.type == UNode::Type::TAIL) return;
+    nlohmann::json fits = nlohmann::json::object();
+    if (u.type == UNode::Type::LOOP) {
+      nlohmann::json block = {{"op", "loop"},
+                              {"count", fit_int(samples(u, [](const Node& n) { return static_cast<double>(std::get<Loop>(n.op).count); }),
+                                                at, fits, "count", true)}};
+      block["body"] = emit_list(u.body, here, at + "/body");
+      if (!fits.empty()) block["fit"] = fits;
+      body.push_back(std::move(block));
+      return;
+    }
+    emit_call(u, at, fits, body);
+  }
+
+  static double peer_of(const Node& n) { return std::get<Call>(n.op).peer; }
+  static double tag_of(const Node& n) { return std::get<Call>(n.op).tag; }
+  static double bytes_of(const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes); }
+
+  void emit_call(const UNode& u, const std::string& at, nlohmann::json& fits, nlohmann::json& body) {
+    const Call& c = std::get<Call>(u.occ.front().nodes.front()->op);
+    const std::string site = site_text(u);
+    // a call point of a phase carries its name; a wait, the name of the phase whose requests it completes
+    // (the last labelled request in program order)
+    std::string phase_name;
+    if (auto ph = site_phase_.find(c.site); ph != site_phase_.end() && c.site != 0) phase_name = ph->second;
+    const bool is_wait = c.kind == Kind::WAIT || c.kind == Kind::WAITALL || c.kind == Kind::WAITANY || c.kind == Kind::WAITSOME;
+    if (is_wait && c.kind == Kind::WAIT && c.waits_on != 0) {
+      if (auto ph = site_phase_.find(c.waits_on); ph != site_phase_.end()) phase_name = ph->second;
+    } else if (is_wait) {
+      phase_name = last_request_phase_;
+    } else if (c.kind == Kind::ISEND || c.kind == Kind::ISSEND || c.kind == Kind::IRECV) {
+      last_request_phase_ = phase_name;
+    }
+    auto finish = [&](nlohmann::json block) {
+      if (!fits.empty()) block["fit"] = fits;
+      if (!phase_name.empty()) block["phase"] = phase_name;
+      if (!site.empty()) block["provenance"] = {{"site", site}};
+      body.push_back(std::move(block));
+      fits = nlohmann::json::object();
+    };
+    if (c.comm != 0 && c.kind != Kind::COMM_DUP && c.kind != Kind::COMM_SPLIT && c.kind != Kind::CART_CREATE &&
+        c.kind != Kind::COMM_FREE && !trace::is_annotation(c.kind)) {
+      result.warnings.push_back(at + ": " + std::string(trace::kind_name(c.kind)) + " on communicator " +
+                                std::to_string(c.comm) + " is replayed on all ranks (sub-communicators are not in format v1)");
+    }
+    if (const char* op = p2p_op(c.kind)) {
+      nlohmann::json b = {{"op", op}};
+      b["peer"] = c.peer == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_int(samples(u, peer_of), at, fits, "peer", true));
+      b["size"] = fit_int(samples(u, bytes_of), at, fits, "size", true);
+      b["tag"] = c.tag == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_int(samples(u, tag_of), at, fits, "tag", true));
+      if ((c.kind == Kind::ISEND || c.kind == Kind::ISSEND || c.kind == Kind::IRECV) && request_names_.count(c.site))
+        b["req"] = request_names_.at(c.site);
+      finish(std::move(b));
+      return;
+    }
+    if (c.kind == Kind::SENDRECV) {
+      const std::string req = "sendrecv" + std::to_string(c.site % 100000);
+      nlohmann::json s = {{"op", "isend"}, {"req", req + "s"}};
+      s["peer"] = fit_int(samples(u, peer_of), at, fits, "peer", true);
+      s["size"] = fit_int(samples(u, bytes_of), at, fits, "size", true);
+      s["tag"] = fit_int(samples(u, tag_of), at, fits, "tag", true);
+      finish(std::move(s));
+      nlohmann::json r = {{"op", "irecv"}, {"req", req + "r"}};
+      r["peer"] = c.peer2 == trace::ANY ? nlohmann::json("any")
+                                        : nlohmann::json(fit_int(samples(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).peer2); }), at, fits, "peer", true));
+      r["size"] = fit_int(samples(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes2); }), at, fits, "size", true);
+      r["tag"] = c.tag2 == trace::ANY ? nlohmann::json("any")
+                                      : nlohmann::json(fit_int(samples(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).tag2); }), at, fits, "tag", true));
+      finish(std::move(r));
+      finish({{"op", "wait"}, {"req", req + "s"}});
+      finish({{"op", "wait"}, {"req", req + "r"}});
+      return;
+    }
+    if (c.kind == Kind::WAIT) {
+      if (c.waits_on == 0 || !request_names_.count(c.waits_on)) return;  // completed nothing traced
+      finish({{"op", "wait"}, {"req", request_names_.at(c.waits_on)}});
+      return;
+    }
+    if (c.kind == Kind::WAITALL || c.kind == Kind::WAITANY || c.kind == Kind::WAITSOME) {
+      if (c.kind != Kind::WAITALL)
+        result.warnings.push_back(at + ": " + std::string(trace::kind_name(c.kind)) + " is replayed as a waitall");
+      finish({{"op", "waitall"}});
+      return;
+    }
+    if (const char* op = collective_op(c.kind)) {
+      nlohmann::json b = {{"op", op}};
+      if (c.kind != Kind::BARRIER) {
+        std::vector<Sample> sizes = samples(u, bytes_of);
+        if (c.kind == Kind::ALLTOALL)  // the trace has everything sent; the skeleton per destination
+          for (Sample& s : sizes) s.value /= s.vars.at("P");
+        b["size"] = fit_int(sizes, at, fits, "size", true);
+      }
+      if (c.kind == Kind::BCAST || c.kind == Kind::REDUCE || c.kind == Kind::GATHER || c.kind == Kind::SCATTER)
+        b["root"] = fit_int(samples(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).root); }), at, fits, "root", false);
+      finish(std::move(b));
+      return;
+    }
+    switch (c.kind) {
+      case Kind::INIT: case Kind::INIT_THREAD: case Kind::FINALIZE: case Kind::COMM_DUP: case Kind::COMM_SPLIT:
+      case Kind::CART_CREATE: case Kind::COMM_FREE: case Kind::REGION_BEGIN: case Kind::REGION_END:
+      case Kind::LOOP_BEGIN: case Kind::LOOP_ITER: case Kind::LOOP_END:
+        return;
+      default:
+        result.warnings.push_back(at + ": " + std::string(trace::kind_name(c.kind)) + " has no skeleton op and is left out");
+        return;
+    }
+  }
+};
+
+}  // namespace
+
+BuildResult build_skeleton(const std::vector<trace::Run>& runs, const BuildOptions& options) {
+  if (runs.empty()) throw BuildError("no traced runs given");
+  // parameters: numeric, the same names in every run
+  std::set<std::string> names;
+  for (const auto& [k, v] : runs.front().params) names.insert(k);
+  std::vector<RunInfo> infos;
+  BuildResult result;
+  for (const trace::Run& run : runs) {
+    if (!run.complete()) throw BuildError(run.dir + ": the trace is not complete: " + run.problems.front());
+    std::set<std::string> these;
+    RunInfo info;
+    info.name = run.dir;
+    info.P = run.P;
+    info.run = &run;
+    info.vars["P"] = run.P;
+    for (const auto& [k, v] : run.params) {
+      these.insert(k);
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !std::isfinite(x))
+        throw BuildError(run.dir + "/run.json: parameter " + k + " = " + v + " is not a number (skeleton parameters are numbers)");
+      info.vars[k] = x;
+    }
+    if (these != names)
+      throw BuildError(run.dir + "/run.json: parameters differ from " + runs.front().dir +
+                       "'s: every run must give the same --param names");
+    for (const trace::RankTrace& r : run.ranks) {
+      info.ranks.push_back(fold_rank(r, options.fold));
+      result.trace_events += r.events.size();
+    }
+    infos.push_back(std::move(info));
+  }
+  std::sort(infos.begin(), infos.end(), [](const RunInfo& a, const RunInfo& b) {
+    if (a.P != b.P) return a.P < b.P;
+    return a.vars != b.vars ? a.vars < b.vars : a.name < b.name;
+  });
+  for (std::size_t i = 1; i < infos.size(); ++i)
+    if (infos[i].vars == infos[i - 1].vars)
+      throw BuildError(infos[i].name + " and " + infos[i - 1].name + " were traced with the same P and parameters (" +
+                       describe_vars(infos[i].vars) + "): give each configuration once");
+  Builder b(std::move(infos), std::vector<std::string>(names.begin(), names.end()), options);
+  nlohmann::json sk = b.build();
+  b.result.skeleton = std::move(sk);
+  b.result.trace_events = result.trace_events;
+  return std::move(b.result);
+}
+
+}  // namespace mksim::skeletons::build

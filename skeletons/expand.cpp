@@ -1,0 +1,132 @@
+#include "skeletons/expand.hpp"
+
+#include "skeletons/error.hpp"
+#include "skeletons/skeleton_io.hpp"
+
+#include <cmath>
+
+namespace mksim::skeletons {
+
+namespace {
+
+struct Expander {
+  const Skeleton& sk;
+  std::vector<double>& frame;
+  int rank;
+  std::uint64_t rng;
+  std::size_t limit;
+  std::vector<ExpandedOp> out;
+
+  // SplitMix64, the replay engine's stream (sim/replay.cpp): seed * golden + rank + 1
+  double uniform() {
+    std::uint64_t z = (rng += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return static_cast<double>(z >> 11) * 0x1.0p-53;
+  }
+
+  [[noreturn]] void fail(int block, const std::string& what) const {
+    throw SkeletonError(sk.file, sk.blocks.at(static_cast<std::size_t>(block)).id,
+                        "rank " + std::to_string(rank) + ": " + what);
+  }
+
+  void push(ExpandedOp op, int block) {
+    if (out.size() >= limit) fail(block, "more than " + std::to_string(limit) + " operations");
+    op.block = block;
+    out.push_back(op);
+  }
+
+  void body(const Body& b) {
+    for (const Block& x : b) std::visit([&](const auto& op) { exec(x.index, op); }, x.op);
+  }
+
+  void exec(int block, const Loop& l) {
+    const double n = l.count.eval(frame);
+    if (!(n >= 0) || !std::isfinite(n)) fail(block, "loop count \"" + l.count.text() + "\" is " + std::to_string(n));
+    const auto iters = static_cast<long long>(std::floor(n));
+    for (long long i = 0; i < iters; ++i) {
+      if (l.var_slot >= 0) frame[static_cast<std::size_t>(l.var_slot)] = static_cast<double>(i);
+      body(l.body);
+    }
+  }
+
+  void exec(int, const Branch& br) {
+    const bool taken = br.condition ? br.condition->eval(frame) != 0 : uniform() < br.probability.eval(frame);
+    body(taken ? br.then_body : br.else_body);
+  }
+
+  void exec(int block, const Compute& c) {
+    ExpandedOp op;
+    op.kind = ExpandedOp::Kind::COMPUTE;
+    op.amount = c.amount.eval(frame);
+    op.in_flops = c.in_flops;
+    push(op, block);
+  }
+
+  void exec(int block, const P2P& p) {
+    ExpandedOp op;
+    switch (p.kind) {
+      case P2PKind::SEND: op.kind = ExpandedOp::Kind::SEND; break;
+      case P2PKind::RECV: op.kind = ExpandedOp::Kind::RECV; break;
+      case P2PKind::ISEND: op.kind = ExpandedOp::Kind::ISEND; break;
+      case P2PKind::IRECV: op.kind = ExpandedOp::Kind::IRECV; break;
+    }
+    op.peer = p.any_source ? -2 : static_cast<int>(std::floor(p.peer.eval(frame)));
+    op.tag = p.any_tag ? -2 : (p.tag.empty() ? 0 : static_cast<int>(std::floor(p.tag.eval(frame))));
+    op.size_bytes = p.size_bytes.eval(frame);
+    push(op, block);
+  }
+
+  void exec(int block, const Wait&) {
+    ExpandedOp op;
+    op.kind = ExpandedOp::Kind::WAIT;
+    push(op, block);
+  }
+
+  void exec(int block, const WaitAll&) {
+    ExpandedOp op;
+    op.kind = ExpandedOp::Kind::WAITALL;
+    push(op, block);
+  }
+
+  void exec(int block, const Collective& c) {
+    ExpandedOp op;
+    op.kind = ExpandedOp::Kind::COLLECTIVE;
+    op.collective = c.kind;
+    const bool rooted = c.kind == CollectiveKind::BCAST || c.kind == CollectiveKind::REDUCE ||
+                        c.kind == CollectiveKind::GATHER || c.kind == CollectiveKind::SCATTER;
+    op.root = rooted && !c.root.empty() ? static_cast<int>(std::floor(c.root.eval(frame))) : -1;
+    op.size_bytes = c.size_bytes.empty() ? 0 : c.size_bytes.eval(frame);
+    push(op, block);
+  }
+};
+
+}  // namespace
+
+std::vector<ExpandedOp> expand_rank(const Skeleton& skeleton, std::vector<double> frame, int rank,
+                                    std::uint64_t seed, std::size_t limit) {
+  bind_rank(skeleton, frame, rank);
+  const int g = select_group(skeleton, frame);
+  if (g < 0)
+    throw SkeletonError(skeleton.file, "/programs", "no rank group matches rank " + std::to_string(rank));
+  Expander e{skeleton, frame, rank, seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(rank) + 1, limit, {}};
+  e.body(skeleton.groups[static_cast<std::size_t>(g)].body);
+  return std::move(e.out);
+}
+
+std::string op_name(const ExpandedOp& op) {
+  switch (op.kind) {
+    case ExpandedOp::Kind::COMPUTE: return "compute";
+    case ExpandedOp::Kind::SEND: return "send";
+    case ExpandedOp::Kind::RECV: return "recv";
+    case ExpandedOp::Kind::ISEND: return "isend";
+    case ExpandedOp::Kind::IRECV: return "irecv";
+    case ExpandedOp::Kind::WAIT: return "wait";
+    case ExpandedOp::Kind::WAITALL: return "waitall";
+    case ExpandedOp::Kind::COLLECTIVE: return collective_name(op.collective);
+  }
+  return "?";
+}
+
+}  // namespace mksim::skeletons

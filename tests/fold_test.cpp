@@ -1,0 +1,145 @@
+// Loop folding of one rank's events (skeletons/build/fold.hpp), on event streams written here.
+#include "skeletons/build/fold.hpp"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using mksim::skeletons::build::Call;
+using mksim::skeletons::build::Compute;
+using mksim::skeletons::build::fold_rank;
+using mksim::skeletons::build::Loop;
+using mksim::skeletons::build::Node;
+using mksim::skeletons::build::Seq;
+using mksim::trace::Event;
+using mksim::trace::Kind;
+
+// A rank trace written call by call; each call takes 1 us and is preceded by `gap` seconds of compute.
+struct Writer {
+  mksim::trace::RankTrace t;
+  double now = 0;
+  std::uint32_t next_request = 1;
+  Writer() { t.status = mksim::trace::Status::FINALIZED; }
+  Event& call(Kind k, std::uint64_t site, int peer = -1, int tag = -1, long bytes = 0, double gap = 1e-3) {
+    now += gap;
+    Event e;
+    e.kind = k;
+    e.t_enter = now;
+    now += 1e-6;
+    e.t_exit = now;
+    e.site = site;
+    e.peer = peer;
+    e.tag = tag;
+    e.bytes = bytes;
+    t.events.push_back(e);
+    return t.events.back();
+  }
+  void complete(std::uint32_t request, int peer, int tag, long bytes, bool recv) {
+    Event e;
+    e.kind = Kind::COMPLETE;
+    e.t_enter = e.t_exit = now;
+    e.peer = peer;
+    e.tag = tag;
+    e.bytes = bytes;
+    e.root = recv ? 1 : 0;
+    e.request = request;
+    t.events.push_back(e);
+  }
+};
+
+const Loop& loop_at(const Seq& s, std::size_t i) { return std::get<Loop>(s.at(i).op); }
+const Call& call_at(const Seq& s, std::size_t i) { return std::get<Call>(s.at(i).op); }
+
+TEST(FoldTest, RepeatedExchangeBecomesOneLoopWithComputeStatistics) {
+  Writer w;
+  w.call(Kind::INIT, 1, -1, -1, 0, 0);
+  for (int i = 0; i < 100; ++i) {
+    w.call(Kind::SEND, 2, 1, 5, 64, 1e-3 * (1 + i % 2));  // gaps alternate 1 ms and 2 ms
+    w.call(Kind::RECV, 3, 1, 5, 64);
+  }
+  w.call(Kind::FINALIZE, 4);
+  const auto p = fold_rank(w.t);
+  ASSERT_EQ(p.seq.size(), 4u) << mksim::skeletons::build::to_text(p.seq);  // init, loop, gap, finalize
+  EXPECT_EQ(call_at(p.seq, 0).kind, Kind::INIT);
+  const Loop& l = loop_at(p.seq, 1);
+  EXPECT_EQ(l.count, 100u);
+  ASSERT_EQ(l.body.size(), 4u);  // compute, send, compute, recv
+  const auto& gap = std::get<Compute>(l.body[0].op).seconds;
+  EXPECT_EQ(gap.n, 100u);
+  EXPECT_NEAR(gap.mean(), 1.5e-3, 1e-9);
+  EXPECT_NEAR(gap.min, 1e-3, 1e-12);
+  EXPECT_NEAR(gap.max, 2e-3, 1e-12);
+  EXPECT_EQ(call_at(l.body, 1).peer, 1);
+  EXPECT_EQ(call_at(l.body, 1).bytes, 64);
+  EXPECT_EQ(mksim::skeletons::build::expanded_calls(p.seq), 202u);
+  EXPECT_EQ(p.events, 202u);
+}
+
+TEST(FoldTest, NestedLoopsAndSizeIndependentOfIterations) {
+  auto make = [](int outer, int inner) {
+    Writer w;
+    w.call(Kind::INIT, 1, -1, -1, 0, 0);
+    for (int i = 0; i < outer; ++i) {
+      for (int j = 0; j < inner; ++j) w.call(Kind::SEND, 2, 1, 0, 8);
+      w.call(Kind::ALLREDUCE, 3, -1, -1, 8);
+    }
+    w.call(Kind::FINALIZE, 4);
+    return fold_rank(w.t);
+  };
+  const auto small = make(3, 4), large = make(300, 4);
+  EXPECT_EQ(mksim::skeletons::build::folded_size(small.seq), mksim::skeletons::build::folded_size(large.seq));
+  const Loop& outer = loop_at(large.seq, 1);
+  EXPECT_EQ(outer.count, 300u);
+  const Loop& inner = loop_at(outer.body, 0);
+  EXPECT_EQ(inner.count, 4u);
+  EXPECT_EQ(mksim::skeletons::build::expanded_calls(large.seq), 2u + 300u * 5u);
+  // same structure whatever the counts: the builder groups ranks by this
+  EXPECT_EQ(mksim::skeletons::build::shape_hash(small.seq), mksim::skeletons::build::shape_hash(large.seq));
+}
+
+TEST(FoldTest, DifferentPeersOrSizesAreNotFolded) {
+  Writer w;
+  w.call(Kind::SEND, 2, 1, 0, 8);
+  w.call(Kind::SEND, 2, 2, 0, 8);   // another peer
+  w.call(Kind::SEND, 2, 2, 0, 16);  // another size
+  w.call(Kind::SEND, 2, 2, 1, 16);  // another tag
+  w.call(Kind::SEND, 9, 2, 1, 16);  // another call site
+  const auto p = fold_rank(w.t);
+  for (const Node& n : p.seq) EXPECT_FALSE(std::holds_alternative<Loop>(n.op)) << mksim::skeletons::build::to_text(p.seq);
+  EXPECT_EQ(p.seq.size(), 9u);  // 5 calls, 4 gaps
+}
+
+TEST(FoldTest, WaitsKnowTheirRequestsAndWildcardsAreKept) {
+  Writer w;
+  w.call(Kind::INIT, 1, -1, -1, 0, 0);
+  for (int i = 0; i < 3; ++i) {
+    Event& r = w.call(Kind::IRECV, 10, mksim::trace::ANY, 7, 32);
+    r.request = w.next_request++;
+    w.call(Kind::WAIT, 11);
+    w.complete(r.request, 2 + i, 7, 32, true);  // a different actual source every time
+    Event& b = w.call(Kind::RECV, 12, 3, 7, 32);
+    b.flags = MKTRACE_POSTED_ANY_SOURCE;  // posted as any, matched 3
+  }
+  const auto p = fold_rank(w.t);
+  ASSERT_EQ(p.seq.size(), 2u) << mksim::skeletons::build::to_text(p.seq);
+  const Loop& l = loop_at(p.seq, 1);
+  EXPECT_EQ(l.count, 3u);  // folded although the actual sources differ: they were posted as wildcards
+  EXPECT_EQ(call_at(l.body, 1).peer, mksim::trace::ANY);
+  EXPECT_EQ(call_at(l.body, 3).waits_on, 10u);
+  EXPECT_EQ(call_at(l.body, 5).peer, mksim::trace::ANY);
+}
+
+TEST(FoldTest, AnnotatedLoopIterationsFoldDespiteTheirIndex) {
+  Writer w;
+  w.call(Kind::LOOP_BEGIN, 20, -1, 0);
+  for (int i = 0; i < 5; ++i) {
+    w.call(Kind::LOOP_ITER, 21, -1, 0, i);  // bytes = the iteration index
+    w.call(Kind::BARRIER, 22);
+  }
+  w.call(Kind::LOOP_END, 23, -1, 0, 5);
+  const auto p = fold_rank(w.t);
+  ASSERT_EQ(p.seq.size(), 4u) << mksim::skeletons::build::to_text(p.seq);
+  EXPECT_EQ(loop_at(p.seq, 1).count, 5u) << mksim::skeletons::build::to_text(p.seq);
+}
+
+}  // namespace

@@ -1,0 +1,280 @@
+// Rank-group predicates: ATM2D, pipeline and PGE2 groups found from small runs, disjunctions,
+// ambiguity with the run that resolves it, failures that show the members, the partition check, speed.
+#include "skeletons/build/predicate.hpp"
+
+#include "skeletons/error.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+
+using namespace mksim::skeletons::build;
+
+namespace {
+
+using Truth = std::function<bool(int P, int rank)>;
+
+int grid_px(int P) { return 1 << static_cast<int>(std::floor(std::log2(P) / 2)); }
+
+// ATM2D coordinates on the Px x Py grid of the skeleton (atm2d.json `let`).
+struct Grid {
+  int px, py, x, y;
+  Grid(int P, int rank) : px(grid_px(P)), py(P / grid_px(P)), x(rank % px), y(rank / px) {}
+};
+
+std::vector<RunLabels> label(const std::vector<int>& Ps, const Truth& truth, const Vars& params = {}) {
+  std::vector<RunLabels> runs;
+  for (int P : Ps) {
+    RunLabels r{params, std::vector<bool>(static_cast<std::size_t>(P))};
+    r.vars["P"] = P;
+    for (int k = 0; k < P; ++k) r.member[static_cast<std::size_t>(k)] = truth(P, k);
+    runs.push_back(r);
+  }
+  return runs;
+}
+
+std::vector<bool> truth_at(int P, const Truth& truth) {
+  std::vector<bool> m(static_cast<std::size_t>(P));
+  for (int k = 0; k < P; ++k) m[static_cast<std::size_t>(k)] = truth(P, k);
+  return m;
+}
+
+// The predicate reproduces every run's labels when read back with the skeleton expression parser.
+void expect_fits(const GroupPredicate& g, const std::vector<RunLabels>& runs) {
+  ASSERT_TRUE(g.found) << g.message;
+  for (const auto& r : runs)
+    EXPECT_EQ(predicate_members(g.text, r.vars), r.member) << g.text << " at " << describe_vars(r.vars);
+}
+
+bool has_alternative(const GroupPredicate& g, const std::string& text) {
+  return std::any_of(g.alternatives.begin(), g.alternatives.end(), [&](const Alternative& a) { return a.text == text; });
+}
+
+const Truth NORTH = [](int P, int k) { return Grid(P, k).y > 0; };
+const Truth EAST = [](int P, int k) {
+  const Grid g(P, k);
+  return g.x == g.px - 1;
+};
+const Truth RED_INTERIOR = [](int P, int k) {
+  const Grid g(P, k);
+  return (g.x + g.y) % 2 == 0 && g.x > 0 && g.x < g.px - 1 && g.y > 0 && g.y < g.py - 1;
+};
+
+}  // namespace
+
+TEST(Predicate, Atm2dNorthNeighbourAndTheRunThatConfirmsIt) {
+  const auto runs = label({4, 8, 16}, NORTH);
+  const GroupPredicate g = find_group_predicate(runs);
+  expect_fits(g, runs);
+  EXPECT_EQ(g.text, "rank >= 2^floor(log2(P)/2)");
+  // floor(sqrt(P)) equals Px at 4, 8 and 16: the runs cannot tell them apart; P = 32 can.
+  ASSERT_TRUE(has_alternative(g, "rank >= floor(sqrt(P))")) << g.message;
+  ASSERT_TRUE(g.resolve_at_pow2.has_value());
+  EXPECT_EQ(g.resolve_at_pow2->at("P"), 32);
+  EXPECT_NE(g.message.find("P=32"), std::string::npos) << g.message;
+  ASSERT_EQ(g.resolve_runs.size(), 1U);
+  EXPECT_EQ(g.resolve_runs.front(), (Vars{{"P", 32}}));
+  // Semantically equal forms (floor(rank / Px) > 0, rank > Px - 1) are not reported as alternatives.
+  EXPECT_FALSE(has_alternative(g, "floor(rank / 2^floor(log2(P)/2)) > 0"));
+  // With P = 32 seen, it is unique.
+  const GroupPredicate g32 = find_group_predicate(label({4, 8, 16, 32}, NORTH));
+  EXPECT_EQ(g32.text, g.text);
+  EXPECT_TRUE(g32.alternatives.empty()) << g32.message;
+}
+
+TEST(Predicate, Atm2dEastBoundaryExtrapolates) {
+  const auto runs = label({4, 8, 16}, EAST);
+  const GroupPredicate g = find_group_predicate(runs);
+  expect_fits(g, runs);
+  EXPECT_EQ(g.text, "rank % 2^floor(log2(P)/2) == 2^floor(log2(P)/2) - 1");
+  for (int P : {32, 64, 128, 1024}) EXPECT_EQ(predicate_members(g.text, {{"P", P}}), truth_at(P, EAST)) << P;
+}
+
+TEST(Predicate, Atm2dRedInteriorAmbiguousFromThreeRunsExactFromFive) {
+  // At P = 4 and 8 there is no interior; P = 16 has two red interior ranks: many predicates fit.
+  const auto few = label({4, 8, 16}, RED_INTERIOR);
+  const GroupPredicate g = find_group_predicate(few);
+  expect_fits(g, few);
+  ASSERT_FALSE(g.alternatives.empty());
+  ASSERT_TRUE(g.resolve_at.has_value());
+  const Alternative& a = g.alternatives.front();
+  EXPECT_NE(predicate_members(g.text, a.differs_at), predicate_members(a.text, a.differs_at)) << g.text << " vs " << a.text;
+
+  const auto more = label({4, 8, 16, 32, 64}, RED_INTERIOR);
+  const GroupPredicate h = find_group_predicate(more);
+  expect_fits(h, more);
+  for (int P : {128, 256, 1024}) EXPECT_EQ(predicate_members(h.text, {{"P", P}}), truth_at(P, RED_INTERIOR)) << h.text << " at P=" << P;
+}
+
+TEST(Predicate, PipelineEndsAndMiddle) {
+  const std::vector<int> Ps{3, 4, 8, 16};
+  const auto first = label(Ps, [](int, int k) { return k == 0; });
+  const auto last = label(Ps, [](int P, int k) { return k == P - 1; });
+  const auto middle = label(Ps, [](int P, int k) { return k > 0 && k < P - 1; });
+  const GroupPredicate f = find_group_predicate(first), l = find_group_predicate(last), m = find_group_predicate(middle);
+  expect_fits(f, first);
+  expect_fits(l, last);
+  expect_fits(m, middle);
+  EXPECT_EQ(f.text, "rank == 0");
+  EXPECT_EQ(l.text, "rank == P - 1");
+  EXPECT_EQ(m.text, "rank > 0 && rank < P - 1");
+  EXPECT_TRUE(f.alternatives.empty()) << f.message;
+  EXPECT_TRUE(l.alternatives.empty()) << l.message;
+  EXPECT_TRUE(m.alternatives.empty()) << m.message;
+  EXPECT_EQ(check_partition({f.text, l.text, m.text}, {{{"P", 3}}, {{"P", 64}}, {{"P", 1000}}}), std::nullopt);
+}
+
+TEST(Predicate, Pge2FirstHalfWithParameters) {
+  const auto runs = label({4, 8, 16}, [](int P, int k) { return k < P / 2; }, {{"M", 64}, {"N", 1024}, {"K", 8}});
+  const GroupPredicate g = find_group_predicate(runs);
+  expect_fits(g, runs);
+  EXPECT_EQ(g.text, "rank < P/2");
+  EXPECT_TRUE(g.alternatives.empty()) << g.message;
+}
+
+TEST(Predicate, ParameterInThePredicate) {
+  std::vector<RunLabels> runs;
+  for (auto [P, K] : {std::pair{8, 2}, {8, 5}, {16, 3}}) {
+    auto r = label({P}, [K](int, int k) { return k < K; }, {{"K", K}});
+    runs.push_back(r.front());
+  }
+  const GroupPredicate g = find_group_predicate(runs);
+  expect_fits(g, runs);
+  EXPECT_EQ(g.text, "rank < K");
+}
+
+TEST(Predicate, DisjunctionOfPipelineEnds) {
+  const auto runs = label({4, 8, 16}, [](int P, int k) { return k == 0 || k == P - 1; });
+  const GroupPredicate g = find_group_predicate(runs);
+  expect_fits(g, runs);
+  EXPECT_EQ(g.text, "rank == 0 || rank == P - 1");
+}
+
+TEST(Predicate, DisjunctionOfGridBoundaries) {
+  // West or north boundary: x == 0 || y == 0 on the grid.
+  const Truth t = [](int P, int k) {
+    const Grid g(P, k);
+    return g.x == 0 || g.y == 0;
+  };
+  const auto runs = label({4, 8, 16, 32, 64}, t);
+  const GroupPredicate g = find_group_predicate(runs);
+  expect_fits(g, runs);
+  EXPECT_NE(g.text.find("||"), std::string::npos) << g.text;
+  for (int P : {128, 256}) EXPECT_EQ(predicate_members(g.text, {{"P", P}}), truth_at(P, t)) << g.text;
+}
+
+TEST(Predicate, NoFitNamesRunsAndMemberRanges) {
+  // A scattered set: ranks 0-1, 7 at P = 8 and 0-1, 7, 13-14 at P = 16.
+  const auto runs = label({8, 16}, [](int, int k) { return (k * 7919) % 13 < 3; });
+  const GroupPredicate g = find_group_predicate(runs);
+  EXPECT_FALSE(g.found) << g.text;
+  EXPECT_TRUE(g.text.empty());
+  EXPECT_NE(g.message.find("no predicate fits"), std::string::npos) << g.message;
+  EXPECT_NE(g.message.find("P=8: 0-1, 7;"), std::string::npos) << g.message;
+  EXPECT_NE(g.message.find("P=16: 0-1, 7, 13-14"), std::string::npos) << g.message;
+  // Raising the limits is what it would take; the message says how many atoms.
+  EXPECT_NE(g.message.find("up to 6 atoms"), std::string::npos) << g.message;
+}
+
+TEST(Predicate, EmptyGroupIsAFailure) {
+  const GroupPredicate g = find_group_predicate(label({4, 8}, [](int, int) { return false; }));
+  EXPECT_FALSE(g.found);
+  EXPECT_NE(g.message.find("no member"), std::string::npos) << g.message;
+}
+
+TEST(Predicate, WholeRunIsOne) {
+  const auto runs = label({4, 8}, [](int, int) { return true; });
+  const GroupPredicate g = find_group_predicate(runs);
+  expect_fits(g, runs);
+  EXPECT_EQ(g.text, "1");
+}
+
+TEST(Predicate, AmbiguousFromOneRunReportsAlternativesAndWhereTheyDiffer) {
+  const auto runs = label({4}, [](int, int k) { return k < 2; });
+  const GroupPredicate g = find_group_predicate(runs);
+  expect_fits(g, runs);
+  std::vector<std::string> all{g.text};
+  for (const auto& a : g.alternatives) all.push_back(a.text);
+  for (const char* want : {"rank < 2", "rank < P/2", "rank < 2^floor(log2(P)/2)"})
+    EXPECT_NE(std::find(all.begin(), all.end(), want), all.end()) << want << " missing; " << g.message;
+  ASSERT_TRUE(g.resolve_at.has_value());
+  ASSERT_TRUE(g.resolve_at_pow2.has_value());
+  EXPECT_NE(g.resolve_at_pow2->at("P"), 4);  // unseen
+  EXPECT_NE(g.message.find("ambiguous"), std::string::npos);
+  // At the resolving run, the chosen predicate and at least one alternative select different ranks.
+  for (const auto& at : {*g.resolve_at, *g.resolve_at_pow2}) {
+    const auto mine = predicate_members(g.text, at);
+    EXPECT_TRUE(std::any_of(g.alternatives.begin(), g.alternatives.end(),
+                            [&](const Alternative& a) { return predicate_members(a.text, at) != mine; }))
+        << describe_vars(at);
+  }
+  for (const auto& a : g.alternatives)
+    EXPECT_NE(predicate_members(g.text, a.differs_at), predicate_members(a.text, a.differs_at)) << a.text;
+  // Tracing at the suggested runs tells every alternative from the chosen predicate.
+  ASSERT_FALSE(g.resolve_runs.empty());
+  for (const auto& a : g.alternatives)
+    EXPECT_TRUE(std::any_of(g.resolve_runs.begin(), g.resolve_runs.end(), [&](const Vars& at) {
+      return predicate_members(g.text, at) != predicate_members(a.text, at);
+    })) << a.text;
+}
+
+TEST(Predicate, PartitionCheckReportsFirstViolation) {
+  const std::vector<Vars> runs{{{"P", 4}}, {{"P", 8}}};
+  EXPECT_EQ(check_partition({"rank < P/2", "rank >= P/2"}, runs), std::nullopt);
+
+  const auto overlap = check_partition({"rank < P/2", "rank >= P/2", "rank == 3"}, runs);
+  ASSERT_TRUE(overlap.has_value());
+  EXPECT_EQ(overlap->run, 0U);
+  EXPECT_EQ(overlap->rank, 3);
+  EXPECT_EQ(overlap->groups, (std::vector<std::size_t>{1, 2}));
+  EXPECT_NE(overlap->message.find("P=4: rank 3 is in 2 groups"), std::string::npos) << overlap->message;
+
+  const auto gap = check_partition({"rank < 2", "rank >= P/2"}, runs);
+  ASSERT_TRUE(gap.has_value());
+  EXPECT_EQ(gap->run, 1U);
+  EXPECT_EQ(gap->rank, 2);
+  EXPECT_TRUE(gap->groups.empty());
+  EXPECT_NE(gap->message.find("P=8: rank 2 is in no group"), std::string::npos) << gap->message;
+
+  EXPECT_THROW(check_partition({"rank < Q"}, runs), mksim::skeletons::SkeletonError);
+}
+
+TEST(Predicate, DescribeRanksAndVars) {
+  std::vector<bool> m(16);
+  for (int k : {0, 1, 2, 3, 8, 10, 11, 12, 13, 14, 15}) m[static_cast<std::size_t>(k)] = true;
+  EXPECT_EQ(describe_ranks(m), "0-3, 8, 10-15");
+  EXPECT_EQ(describe_ranks({false, true, true, false}), "1-2");
+  EXPECT_EQ(describe_ranks({false, false}), "none");
+  EXPECT_EQ(describe_vars({{"P", 8}, {"K", 4}, {"x", 0.5}}), "P=8, K=4, x=0.5");
+}
+
+TEST(Predicate, BadInputIsRejected) {
+  EXPECT_THROW(find_group_predicate({}), std::invalid_argument);
+  EXPECT_THROW(find_group_predicate({RunLabels{{{"P", 4}}, {true, false}}}), std::invalid_argument);
+  EXPECT_THROW(find_group_predicate({RunLabels{{{"P", 2}, {"K", 1}}, {true, false}}, RunLabels{{{"P", 2}}, {true, false}}}),
+               std::invalid_argument);
+}
+
+TEST(Predicate, TenRunsUpToThousandRanksWellUnderASecond) {
+  const std::vector<int> Ps{16, 24, 32, 48, 64, 128, 192, 256, 512, 1024};
+  const Truth corner = [](int P, int k) { return k == 0 || k == P - 1; };
+  const Truth scattered = [](int, int k) { return (k * 7919) % 13 < 3; };
+  for (const auto& [name, truth] : std::vector<std::pair<std::string, Truth>>{
+           {"north", NORTH}, {"east", EAST}, {"red interior", RED_INTERIOR}, {"corners", corner}, {"no fit", scattered}}) {
+    const auto runs = label(Ps, truth);
+    const auto t0 = std::chrono::steady_clock::now();
+    const GroupPredicate g = find_group_predicate(runs);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(s, 1.0) << name;
+    if (name == "no fit") {
+      EXPECT_FALSE(g.found) << g.text;
+    } else {
+      expect_fits(g, runs);
+    }
+    std::printf("%-14s %.3f s  %s\n", name.c_str(), s, g.found ? g.text.c_str() : "(no fit)");
+  }
+}

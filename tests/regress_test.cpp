@@ -1,0 +1,383 @@
+// Cross-run regression: known expressions recovered from synthetic runs, ambiguity named by the run that
+// resolves it, least squares with noise, and bad input rejected.
+#include "skeletons/build/regress.hpp"
+
+#include "skeletons/build/features.hpp"
+#include "skeletons/expr.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <random>
+#include <stdexcept>
+
+using namespace mksim::skeletons;
+using namespace mksim::skeletons::build;
+
+namespace {
+
+const std::vector<std::string> PARAMS{"N", "K"};
+
+double px(double P) { return std::exp2(std::floor(std::log2(P) / 2)); }
+
+// Evaluates a fitted expression the way the replay engine reads it.
+double eval(const std::string& text, const Vars& vars) {
+  SymbolTable t;
+  std::vector<double> frame;
+  for (const auto& [k, v] : vars) {
+    t.add(k);
+    frame.push_back(v);
+  }
+  return parse_expr(text, t).eval(frame);
+}
+
+std::string run_name(const Vars& v) {
+  std::string s = "run";
+  for (const auto& [k, x] : v)
+    if (k != "rank") s += "-" + k + std::to_string(static_cast<long long>(x));
+  return s;
+}
+
+// One sample per run over the grid P x N (K fixed at 1).
+std::vector<Sample> grid(const std::vector<double>& Ps, const std::vector<double>& Ns,
+                         const std::function<double(double, double)>& f) {
+  std::vector<Sample> s;
+  for (double P : Ps)
+    for (double N : Ns) {
+      Vars v{{"P", P}, {"N", N}, {"K", 1}};
+      s.push_back({v, f(P, N), run_name(v)});
+    }
+  return s;
+}
+
+// The fitted text parses and gives every sample back within `rel`.
+void expect_reproduces(const Fit& fit, const std::vector<Sample>& samples, double rel) {
+  for (const Sample& s : samples)
+    EXPECT_NEAR(eval(fit.expr, s.vars), s.value, rel * std::max(1.0, std::fabs(s.value))) << fit.expr;
+}
+
+// Uniform multiplicative noise in [-amp, amp] from mt19937's specified output sequence.
+std::function<double()> noise(double amp, unsigned seed) {
+  auto gen = std::make_shared<std::mt19937>(seed);
+  return [gen, amp] { return 1 + amp * (2.0 * (static_cast<double>((*gen)()) / 4294967296.0) - 1); };
+}
+
+}  // namespace
+
+TEST(Regress, ExactMessageSizeOfTheGrid) {
+  // atm2d's halo message: 2 * (N / Px) doubles of 8 bytes.
+  auto samples = grid({2, 4, 8, 16, 32}, {64, 128}, [](double P, double N) { return 16 * N / px(P); });
+  FitOptions o;
+  o.integer = true;
+  Fit f = fit_quantity(samples, PARAMS, o);
+  EXPECT_TRUE(f.exact) << f.expr;
+  EXPECT_EQ(f.max_rel_error, 0);
+  expect_reproduces(f, samples, 0);
+  EXPECT_EQ(f.expr, "16*N/2^floor(log2(P)/2)");
+  EXPECT_EQ(eval(f.expr, {{"P", 1024}, {"N", 4096}, {"K", 1}}), 16 * 4096 / 32);
+  EXPECT_EQ(f.runs.size(), 10u);
+  EXPECT_TRUE(std::is_sorted(f.runs.begin(), f.runs.end()));
+  EXPECT_EQ(f.ambiguity.find("P="), std::string::npos) << f.ambiguity;  // nothing about P is left open
+  EXPECT_NE(f.ambiguity.find("K=1"), std::string::npos) << f.ambiguity;  // K never varied, and the value does
+}
+
+TEST(Regress, GridSideFromSmallPIsAmbiguousAndNamesTheRunThatDecides) {
+  std::vector<Sample> samples;
+  for (double P : {2, 4, 8}) samples.push_back({{{"P", P}, {"N", 64}, {"K", 1}}, px(P), "p" + std::to_string(int(P))});
+  FitOptions o;
+  o.integer = true;
+  Fit f = fit_quantity(samples, PARAMS, o);
+  EXPECT_TRUE(f.exact);
+  expect_reproduces(f, samples, 0);
+  EXPECT_EQ(f.expr, "2^floor(log2(P)/2)");
+  ASSERT_FALSE(f.alternatives.empty());
+  EXPECT_NE(std::find(f.alternatives.begin(), f.alternatives.end(), "floor(sqrt(P))"), f.alternatives.end());
+  // The message names a run at which the two differ: P=32 (4 vs 5) is the first such power of two.
+  EXPECT_NE(f.ambiguity.find("P=32"), std::string::npos) << f.ambiguity;
+  EXPECT_NE(f.ambiguity.find("would tell them apart"), std::string::npos) << f.ambiguity;
+  for (const auto& a : f.alternatives) {
+    bool differs_at_32 = eval(a, {{"P", 32}}) != eval(f.expr, {{"P", 32}});
+    bool differs_at_16 = eval(a, {{"P", 16}}) != eval(f.expr, {{"P", 16}});
+    EXPECT_TRUE(differs_at_32 || differs_at_16) << a;
+  }
+}
+
+TEST(Regress, MessageSizeUpToP16KeepsTheGridAndSaysP32Decides) {
+  auto samples = grid({2, 4, 8, 16}, {64, 128}, [](double P, double N) { return 16 * N / px(P); });
+  FitOptions o;
+  o.integer = true;
+  Fit f = fit_quantity(samples, PARAMS, o);
+  EXPECT_TRUE(f.exact);
+  expect_reproduces(f, samples, 0);
+  EXPECT_EQ(f.expr, "16*N/2^floor(log2(P)/2)");
+  EXPECT_NE(f.ambiguity.find("P=32"), std::string::npos) << f.ambiguity;
+}
+
+TEST(Regress, RankMinusGridSide) {
+  std::vector<Sample> samples;
+  for (double P : {4, 8, 16, 32})
+    for (double r = 0; r < P; ++r)
+      samples.push_back({{{"P", P}, {"N", 64}, {"K", 1}, {"rank", r}}, r - px(P), "p" + std::to_string(int(P))});
+  FitOptions o;
+  o.integer = true;
+  o.allow_rank = true;
+  Fit f = fit_quantity(samples, PARAMS, o);
+  EXPECT_TRUE(f.exact) << f.expr;
+  expect_reproduces(f, samples, 0);
+  EXPECT_EQ(eval(f.expr, {{"P", 256}, {"N", 64}, {"K", 1}, {"rank", 100}}), 100 - 16);
+  EXPECT_EQ(f.runs, (std::vector<std::string>{"p16", "p32", "p4", "p8"}));
+  EXPECT_TRUE(f.alternatives.empty()) << f.alternatives.front();
+}
+
+TEST(Regress, RankIsIgnoredWithoutAllowRank) {
+  std::vector<Sample> samples;
+  for (double P : {4, 8, 16})
+    for (double r = 0; r < P; ++r) samples.push_back({{{"P", P}, {"N", 64}, {"K", 1}, {"rank", r}}, P - 1, "p" + std::to_string(int(P))});
+  FitOptions o;
+  o.integer = true;
+  Fit f = fit_quantity(samples, PARAMS, o);
+  EXPECT_EQ(f.expr, "P-1");
+  EXPECT_TRUE(f.exact);
+}
+
+TEST(Regress, RingPeerWrapsModuloP) {
+  std::vector<Sample> samples;
+  for (double P : {4, 8, 16})
+    for (double r = 0; r < P; ++r)
+      samples.push_back({{{"P", P}, {"N", 64}, {"K", 1}, {"rank", r}}, std::fmod(r + P - 1, P), "p" + std::to_string(int(P))});
+  FitOptions o;
+  o.integer = true;
+  o.allow_rank = true;
+  Fit f = fit_quantity(samples, PARAMS, o);
+  EXPECT_TRUE(f.exact) << f.expr;
+  EXPECT_EQ(f.expr, "(rank - 1) % P");
+  expect_reproduces(f, samples, 0);
+  EXPECT_EQ(eval(f.expr, {{"P", 1024}, {"N", 64}, {"K", 1}, {"rank", 0}}), 1023);
+}
+
+TEST(Regress, LoopCountNOverK) {
+  std::vector<Sample> samples;
+  for (double P : {2, 4})
+    for (double N : {64, 128, 256})
+      for (double K : {2, 4, 8}) {
+        Vars v{{"P", P}, {"N", N}, {"K", K}};
+        samples.push_back({v, N / K, run_name(v)});
+      }
+  FitOptions o;
+  o.integer = true;
+  Fit f = fit_quantity(samples, PARAMS, o);
+  EXPECT_TRUE(f.exact);
+  EXPECT_EQ(f.expr, "N/K");
+  EXPECT_EQ(f.ambiguity, "");
+  EXPECT_EQ(f.alternatives.size(), 0u);
+  EXPECT_LT(f.cv_rel_error, 1e-12);  // leave-one-run-out refits of N/K predict every run
+}
+
+TEST(Regress, Constant) {
+  auto samples = grid({2, 4, 8}, {64, 128}, [](double, double) { return 7; });
+  FitOptions o;
+  o.integer = true;
+  Fit f = fit_quantity(samples, PARAMS, o);
+  EXPECT_EQ(f.expr, "7");
+  EXPECT_TRUE(f.exact);
+  EXPECT_EQ(f.ambiguity, "");  // K fixed, but the value never changed: a note, not an ambiguity
+  EXPECT_NE(f.note.find("K=1"), std::string::npos) << f.note;
+}
+
+TEST(Regress, PMinusOneAndPHalf) {
+  FitOptions o;
+  o.integer = true;
+  auto a = grid({2, 4, 8, 16}, {64}, [](double P, double) { return P - 1; });
+  Fit f = fit_quantity(a, PARAMS, o);
+  EXPECT_EQ(f.expr, "P-1");
+  EXPECT_EQ(eval(f.expr, {{"P", 4096}}), 4095);
+  auto b = grid({2, 4, 8, 16}, {64}, [](double P, double) { return P / 2; });
+  Fit g = fit_quantity(b, PARAMS, o);
+  EXPECT_EQ(g.expr, "P/2");
+  EXPECT_EQ(g.ambiguity.find("P="), std::string::npos) << g.ambiguity;
+}
+
+TEST(Regress, NoisyQuadraticInNRecoversTheTermAndPredictsAHeldOutRun) {
+  auto jitter = noise(0.01, 42);
+  auto truth = [](double, double N) { return 3e-6 * N * N + 1e-4; };
+  auto samples = grid({2, 4, 8, 16}, {32, 64, 128, 256, 512}, [&](double P, double N) { return truth(P, N) * jitter(); });
+  Fit f = fit_quantity(samples, PARAMS, {});
+  EXPECT_FALSE(f.exact);
+  EXPECT_NE(f.expr.find("N^2"), std::string::npos) << f.expr;
+  EXPECT_EQ(f.expr.find("P"), std::string::npos) << f.expr;
+  EXPECT_LT(f.max_rel_error, 0.03);
+  EXPECT_GT(f.cv_rel_error, 0);
+  EXPECT_LT(f.cv_rel_error, 0.02);
+  EXPECT_NE(f.note.find("cross-validation"), std::string::npos) << f.note;
+  const double held_out = eval(f.expr, {{"P", 32}, {"N", 1024}, {"K", 1}});
+  EXPECT_NEAR(held_out, truth(32, 1024), 0.02 * truth(32, 1024)) << f.expr;
+}
+
+TEST(Regress, CollectiveLikeLogP) {
+  auto samples = grid({2, 4, 8, 16, 32}, {64, 128}, [](double P, double) { return 2.5e-5 * std::log2(P); });
+  Fit f = fit_quantity(samples, PARAMS, {});
+  EXPECT_NE(f.expr.find("log2(P)"), std::string::npos) << f.expr;
+  EXPECT_TRUE(f.exact) << f.expr;
+  EXPECT_NEAR(eval(f.expr, {{"P", 4096}, {"N", 64}, {"K", 1}}), 2.5e-5 * 12, 1e-12);
+
+  auto jitter = noise(0.01, 7);
+  auto noisy = grid({2, 4, 8, 16, 32, 64}, {64}, [&](double P, double) { return (2e-5 * std::log2(P) + 1e-6) * jitter(); });
+  Fit g = fit_quantity(noisy, PARAMS, {});
+  EXPECT_NE(g.expr.find("log2(P)"), std::string::npos) << g.expr;
+  const double at = 2e-5 * 12 + 1e-6;
+  EXPECT_NEAR(eval(g.expr, {{"P", 4096}, {"N", 64}, {"K", 1}}), at, 0.05 * at) << g.expr;
+}
+
+TEST(Regress, StrongScalingNSquaredOverP) {
+  auto truth = [](double P, double N) { return 2e-9 * N * N / P; };
+  auto samples = grid({2, 4, 8, 16}, {64, 128, 256, 512}, truth);
+  Fit f = fit_quantity(samples, PARAMS, {});
+  EXPECT_TRUE(f.exact) << f.expr;
+  expect_reproduces(f, samples, 1e-9);
+  EXPECT_NEAR(eval(f.expr, {{"P", 1024}, {"N", 8192}, {"K", 1}}), truth(1024, 8192), 1e-9 * truth(1024, 8192)) << f.expr;
+
+  auto jitter = noise(0.01, 3);
+  auto noisy = grid({2, 4, 8, 16}, {64, 128, 256, 512}, [&](double P, double N) { return truth(P, N) * jitter(); });
+  Fit g = fit_quantity(noisy, PARAMS, {});
+  EXPECT_NEAR(eval(g.expr, {{"P", 64}, {"N", 1024}, {"K", 1}}), truth(64, 1024), 0.03 * truth(64, 1024)) << g.expr;
+  EXPECT_GT(g.cv_rel_error, 0);
+}
+
+TEST(Regress, TermsOfTwoParametersAdd) {
+  // a distributed N log N computation plus a log P reduction
+  auto jitter = noise(0.01, 9);
+  auto truth = [](double P, double N) { return 1e-7 * N * std::log2(N) / P + 2e-5 * std::log2(P); };
+  auto samples = grid({2, 4, 8, 16, 32}, {256, 512, 1024, 2048}, [&](double P, double N) { return truth(P, N) * jitter(); });
+  Fit f = fit_quantity(samples, PARAMS, {});
+  EXPECT_NE(f.expr.find("N*log2(N)/P"), std::string::npos) << f.expr;
+  EXPECT_NE(f.expr.find("log2(P)"), std::string::npos) << f.expr;
+  EXPECT_NEAR(eval(f.expr, {{"P", 128}, {"N", 4096}, {"K", 1}}), truth(128, 4096), 0.05 * truth(128, 4096)) << f.expr;
+}
+
+TEST(Regress, VariablesThatAlwaysChangedTogetherAreReported) {
+  // weak scaling: N = 32 P in every run
+  auto samples = grid({2, 4, 8, 16}, {64}, [](double P, double) { return 1e-4 * P; });
+  for (auto& s : samples) s.vars["N"] = 32 * s.vars["P"], s.run = run_name(s.vars);
+  FitOptions o;
+  o.integer = false;
+  Fit f = fit_quantity(samples, PARAMS, o);
+  expect_reproduces(f, samples, 1e-6);
+  EXPECT_NE(f.ambiguity.find("P and N never changed alone"), std::string::npos) << f.ambiguity;
+  EXPECT_NE(f.ambiguity.find("P=4, K=1, N=64 (P changed alone)"), std::string::npos) << f.ambiguity;
+}
+
+TEST(Regress, TwoRunsAreTooFewAndTheFitSaysWhichRunWouldHelp) {
+  auto samples = grid({2, 4}, {64}, [](double P, double) { return 0.2 / P; });
+  samples[0].value *= 1.003;  // measured, not exact
+  Fit f = fit_quantity(samples, PARAMS, {});
+  EXPECT_EQ(f.cv_rel_error, -1);
+  EXPECT_NE(f.note.find("too few"), std::string::npos) << f.note;
+  EXPECT_NE(f.ambiguity.find("P=8"), std::string::npos) << f.ambiguity;
+  EXPECT_FALSE(f.alternatives.empty());
+  expect_reproduces(f, samples, 1e-6);
+}
+
+TEST(Regress, UnvariedParameterIsReportedWhenTheValueScales) {
+  auto samples = grid({2, 4, 8, 16, 32}, {64}, [](double P, double N) { return 16 * N / px(P); });
+  FitOptions o;
+  o.integer = true;
+  Fit f = fit_quantity(samples, PARAMS, o);
+  EXPECT_TRUE(f.exact);
+  EXPECT_EQ(f.expr, "1024/2^floor(log2(P)/2)");
+  EXPECT_NE(f.ambiguity.find("N=64 in every run"), std::string::npos) << f.ambiguity;
+  EXPECT_NE(f.ambiguity.find("N=128"), std::string::npos) << f.ambiguity;
+}
+
+TEST(Regress, OneConfigurationSaysEverythingIsUnknown) {
+  std::vector<Sample> samples{{{{"P", 4}, {"N", 64}, {"K", 1}}, 12, "only"}};
+  FitOptions o;
+  o.integer = true;
+  Fit f = fit_quantity(samples, PARAMS, o);
+  EXPECT_EQ(f.expr, "12");
+  EXPECT_NE(f.ambiguity.find("one configuration"), std::string::npos) << f.ambiguity;
+  EXPECT_NE(f.ambiguity.find("P=8"), std::string::npos) << f.ambiguity;
+}
+
+TEST(Regress, RunsThatDisagreeAreNamed) {
+  std::vector<Sample> samples{{{{"P", 4}, {"N", 64}, {"K", 1}}, 10, "a"},
+                              {{{"P", 4}, {"N", 64}, {"K", 1}}, 12, "b"},
+                              {{{"P", 8}, {"N", 64}, {"K", 1}}, 20, "c"}};
+  FitOptions o;
+  o.integer = true;
+  Fit f = fit_quantity(samples, PARAMS, o);
+  EXPECT_FALSE(f.exact);
+  EXPECT_NE(f.ambiguity.find("runs 'a' and 'b'"), std::string::npos) << f.ambiguity;
+  EXPECT_NE(f.note.find("no exact expression"), std::string::npos) << f.note;
+}
+
+TEST(Regress, DeterministicWhateverTheSampleOrder) {
+  // per-rank samples (averaged per run) in any order give the same fit, to the last bit
+  auto jitter = noise(0.02, 11);
+  std::vector<Sample> samples;
+  for (double P : {2, 4, 8, 16})
+    for (double N : {64, 128, 256})
+      for (double r = 0; r < P; ++r) {
+        Vars v{{"P", P}, {"N", N}, {"K", 1}, {"rank", r}};
+        samples.push_back({v, 1e-7 * N * std::log2(P) * jitter(), run_name(v)});
+      }
+  Fit a = fit_quantity(samples, PARAMS, {});
+  std::shuffle(samples.begin(), samples.end(), std::mt19937(5));
+  Fit b = fit_quantity(samples, PARAMS, {});
+  EXPECT_EQ(a.expr, b.expr);
+  EXPECT_EQ(a.cv_rel_error, b.cv_rel_error);
+  EXPECT_EQ(a.max_rel_error, b.max_rel_error);
+  EXPECT_EQ(a.ambiguity, b.ambiguity);
+  EXPECT_EQ(a.alternatives, b.alternatives);
+  EXPECT_EQ(a.note, b.note);
+  EXPECT_NE(a.note.find("mean over ranks"), std::string::npos) << a.note;
+}
+
+TEST(Regress, BadInputsThrowWithAClearMessage) {
+  auto message = [](const std::vector<Sample>& s, const std::vector<std::string>& params, FitOptions o = {}) {
+    try {
+      fit_quantity(s, params, o);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no exception");
+  };
+  EXPECT_NE(message({}, PARAMS).find("no samples"), std::string::npos);
+  std::vector<Sample> nan{{{{"P", 4}, {"N", 64}, {"K", 1}}, std::nan(""), "r1"}};
+  EXPECT_NE(message(nan, PARAMS).find("non-finite value"), std::string::npos);
+  std::vector<Sample> mixed{{{{"P", 4}, {"N", 64}, {"K", 1}}, 1, "r1"}, {{{"P", 8}, {"N", 64}}, 2, "r2"}};
+  const std::string m = message(mixed, PARAMS);
+  EXPECT_NE(m.find("run 'r2'"), std::string::npos) << m;
+  EXPECT_NE(m.find("{N, P}"), std::string::npos) << m;
+  std::vector<Sample> no_k{{{{"P", 4}, {"N", 64}}, 1, "r1"}};
+  EXPECT_NE(message(no_k, PARAMS).find("no variable 'K'"), std::string::npos);
+  FitOptions ranked;
+  ranked.allow_rank = true;
+  EXPECT_NE(message(no_k, {"N"}, ranked).find("no variable 'rank'"), std::string::npos);
+  std::vector<Sample> extra{{{{"P", 4}, {"N", 64}, {"Q", 1}}, 1, "r1"}};
+  EXPECT_NE(message(extra, {"N"}).find("'Q'"), std::string::npos);
+  FitOptions bad;
+  bad.max_terms = 5;
+  EXPECT_NE(message(no_k, {"N"}, bad).find("max_terms"), std::string::npos);
+}
+
+TEST(Regress, FastEnoughForHundredsOfQuantities) {
+  auto jitter = noise(0.01, 5);
+  auto samples = grid({2, 4, 8, 16}, {64, 128, 256, 512, 1024}, [&](double P, double N) { return 1e-8 * N * N / P * jitter(); });
+  auto sizes = grid({2, 4, 8, 16}, {64, 128, 256, 512, 1024}, [](double P, double N) { return 8 * N / px(P) + 16; });
+  FitOptions integer;
+  integer.integer = true;
+  const auto t0 = std::chrono::steady_clock::now();
+  const int reps = 10;
+  for (int i = 0; i < reps; ++i) {
+    fit_quantity(samples, PARAMS, {});
+    fit_quantity(sizes, PARAMS, integer);
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / (2 * reps);
+  RecordProperty("ms_per_fit", std::to_string(ms));
+  std::printf("fit_quantity: %.3f ms per quantity (20 samples)\n", ms);
+  EXPECT_EQ(fit_quantity(sizes, PARAMS, integer).expr, "8*N/2^floor(log2(P)/2) + 16");
+  EXPECT_LT(ms, 100);  // generous for sanitizer builds; about 1-3 ms in a release build
+}
