@@ -531,10 +531,60 @@ class Builder {
                        const char* field) {
     FitOptions fo;
     Fit f = fit_quantity(samples, params_, fo);
+    // A measured time is noisy: a model that depends on P or the parameters must predict left-out runs
+    // clearly better (half the error) than their plain mean does, else the mean is kept. This keeps the
+    // noise of microsecond gaps from turning into terms that grow with P at the predicted scale.
+    const double flat = constant_cv_error(samples);
+    std::vector<std::string> names{"P", "rank"};
+    names.insert(names.end(), params_.begin(), params_.end());
+    const bool constant = Feature(f.expr, names, false).uses().empty();
+    // Per-rank work that grows faster than P itself is implausible for the programs mksim models and is
+    // what time-sliced (oversubscribed) traced runs look like: such a model is rejected too.
+    bool too_steep = false;
+    if (!constant) {
+      const Feature model(f.expr, names, false);
+      for (const Sample& x : samples) {
+        Vars far = x.vars;
+        far["P"] = x.vars.at("P") * 8;
+        const double here = model.eval(x.vars), there = model.eval(far);
+        if (std::isfinite(here) && here > 0 && !(there <= 8 * here * 1.5)) too_steep = true;
+      }
+    }
+    if (!constant && (too_steep || !(f.cv_rel_error >= 0 && f.cv_rel_error <= 0.5 * flat))) {
+      if (too_steep)
+        result.warnings.push_back(where + "/" + field + ": \"" + f.expr + "\" grows faster than P; kept the mean " +
+                                  "(compute times of runs with more ranks than cores include time waiting for a core)");
+      double sum = 0;
+      for (const Sample& x : samples) sum += x.value;
+      const std::string mean = fmt_number(sum / static_cast<double>(samples.size()));
+      fits[field] = {{"expr", mean}, {"rejected", f.expr}, {"rejected_cv_rel_error", f.cv_rel_error},
+                     {"mean_cv_rel_error", flat}, {"samples", samples.size()}};
+      return mean;
+    }
     fits[field] = {{"expr", f.expr}, {"max_rel_error", f.max_rel_error}, {"cv_rel_error", f.cv_rel_error},
-                   {"samples", samples.size()}};
+                   {"mean_cv_rel_error", flat}, {"samples", samples.size()}};
     note_ambiguity(where + "/" + field, f);
     return f.expr;
+  }
+
+  // Leave-one-run-out relative error of predicting each run's mean value by the other runs' mean.
+  static double constant_cv_error(const std::vector<Sample>& samples) {
+    std::map<std::string, std::pair<double, std::size_t>> by_run;
+    double total = 0;
+    for (const Sample& x : samples) {
+      auto& [sum, n] = by_run[x.run];
+      sum += x.value;
+      ++n;
+      total += x.value;
+    }
+    if (by_run.size() < 2) return 0;
+    double err = 0;
+    for (const auto& [run, sn] : by_run) {
+      const double own = sn.first / static_cast<double>(sn.second);
+      const double others = (total - sn.first) / static_cast<double>(samples.size() - sn.second);
+      err += std::fabs(others - own) / std::max(std::fabs(own), 1e-300);
+    }
+    return err / static_cast<double>(by_run.size());
   }
 
   // Samples of a number read from each member's node of every occurrence.
