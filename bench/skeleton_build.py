@@ -19,6 +19,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import benchlib  # noqa: E402
 
 # program -> (argument template, parameter names, iteration parameter); {it} is the iteration count
 PROGRAMS = {
@@ -29,16 +31,8 @@ PROGRAMS = {
 }
 
 
-def log(msg):
-    sys.stderr.write("[skeleton_build %s] %s\n" % (time.strftime("%H:%M:%S"), msg))
-    sys.stderr.flush()
-
-
-def env_root():
-    e = dict(os.environ)
-    e["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
-    e["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
-    return e
+log = benchlib.logger("skeleton_build")
+env_root = benchlib.mpi_env
 
 
 def trace(build, prog, P, params, it_name, it, out):
@@ -97,8 +91,8 @@ def main(argv):
                         shutil.rmtree(d)
         if "time" not in a.skip:
             for target in [float(x) for x in a.events.split(",")]:
-                # atm2d at P=4: 4 ranks x (3 exchanges x 5 records + ...) ~ 60 events per step
-                steps = max(1, int(target / 62))
+                # atm2d at P=4: 4 ranks x 2 exchanges x 5 records = 40 events per step
+                steps = max(1, int(target / 40))
                 d = trace(a.build, "atm2d", 4, {"N": 64}, "steps", steps, os.path.join(tmp, "big-%d" % steps))
                 out = os.path.join(tmp, "big-%d.json" % steps)
                 wall, rss, events = build(a.build, [d], out)

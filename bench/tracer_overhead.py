@@ -22,6 +22,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import benchlib  # noqa: E402
 
 # name -> (program, args, P): message-heavy first (the worst case: nothing but MPI calls)
 WORKLOADS = {
@@ -34,16 +36,8 @@ FIELDS = ["workload", "P", "variant", "reps", "median_s", "min_s", "max_s", "ove
           "us_per_call_added", "events", "bytes", "bytes_per_event", "read_s", "events_per_s"]
 
 
-def log(msg):
-    sys.stderr.write("[tracer_overhead %s] %s\n" % (time.strftime("%H:%M:%S"), msg))
-    sys.stderr.flush()
-
-
-def env_root():
-    e = dict(os.environ)
-    e["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
-    e["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
-    return e
+log = benchlib.logger("tracer_overhead")
+env_root = benchlib.mpi_env
 
 
 def parse(out, key):

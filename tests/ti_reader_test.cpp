@@ -39,6 +39,7 @@ using trace_expect::MasterWorker;
 using trace_expect::pge1_events;
 using trace_expect::pge2_events;
 using trace_expect::Want;
+using trace_expect::failures_of;
 
 namespace {
 
@@ -123,20 +124,6 @@ void expect_requests_tied(const mksim::trace::RankTrace& t) {
     }
   }
   EXPECT_TRUE(open.empty()) << t.file << ": requests never completed";
-}
-
-// the messages of the gtest failures that check() reports (without failing the calling test)
-template <class Check>
-std::vector<std::string> failures_of(Check check) {
-  ::testing::TestPartResultArray results;
-  {
-    const ::testing::ScopedFakeTestPartResultReporter intercept(
-        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &results);
-    check();
-  }
-  std::vector<std::string> out;
-  for (int i = 0; i < results.size(); ++i) out.emplace_back(results.GetTestPartResult(i).message());
-  return out;
 }
 
 // Every send has a receive on the same (sender, receiver, tag), of the same size, in order; a receive from

@@ -4,10 +4,30 @@
 
 #include "skeletons/trace/trace.hpp"
 
+#include <gtest/gtest-spi.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
 #include <algorithm>
 #include <vector>
 
 namespace trace_expect {
+
+// the messages of the gtest failures that check() reports (without failing the calling test)
+template <class Check>
+std::vector<std::string> failures_of(Check check) {
+  ::testing::TestPartResultArray results;
+  {
+    const ::testing::ScopedFakeTestPartResultReporter intercept(
+        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &results);
+    check();
+  }
+  std::vector<std::string> out;
+  for (int i = 0; i < results.size(); ++i) out.emplace_back(results.GetTestPartResult(i).message());
+  return out;
+}
+
 
 using mksim::trace::Kind;
 

@@ -42,6 +42,7 @@ using trace_expect::MasterWorker;
 using trace_expect::pge1_events;
 using trace_expect::pge2_events;
 using trace_expect::Want;
+using trace_expect::failures_of;
 
 namespace {
 
@@ -142,20 +143,6 @@ long counted_calls(const mksim::trace::Run& run, int uncounted = 4) {
       n += mksim::trace::is_send(e.kind) || e.kind == Kind::RECV || e.kind == Kind::IRECV ||
            mksim::trace::is_collective(e.kind);
   return n - static_cast<long>(uncounted) * run.P;
-}
-
-// the messages of the gtest failures that check() reports (without failing the calling test)
-template <class Check>
-std::vector<std::string> failures_of(Check check) {
-  ::testing::TestPartResultArray results;
-  {
-    const ::testing::ScopedFakeTestPartResultReporter intercept(
-        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &results);
-    check();
-  }
-  std::vector<std::string> out;
-  for (int i = 0; i < results.size(); ++i) out.emplace_back(results.GetTestPartResult(i).message());
-  return out;
 }
 
 // Every message has the size of the receive it is matched with: sends and completed receives paired in
