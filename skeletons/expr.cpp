@@ -32,6 +32,7 @@ struct Node {
   Code code;
   double value = 0;
   int slot = 0;
+  int height = 1;  // of the subtree: fold, emit and the destructor recurse this deep
   std::vector<std::unique_ptr<Node>> kids;
 };
 using NodePtr = std::unique_ptr<Node>;
@@ -65,7 +66,8 @@ double apply(Code c, const double* a) {
     case Code::LOG2: return std::log2(a[0]);
     case Code::SQRT: return std::sqrt(a[0]);
     case Code::ABS: return std::fabs(a[0]);
-    case Code::XOR:
+    case Code::XOR:  // of the integer parts; outside int64 (or NaN) there are no bits: NaN, which checks reject
+      if (!(std::fabs(a[0]) < 0x1p63 && std::fabs(a[1]) < 0x1p63)) return std::nan("");
       return static_cast<double>(static_cast<std::int64_t>(a[0]) ^ static_cast<std::int64_t>(a[1]));
     case Code::IF: return a[0] != 0 ? a[1] : a[2];
     case Code::CONST:
@@ -83,6 +85,11 @@ constexpr Function FUNCTIONS[] = {{"floor", Code::FLOOR, 1}, {"ceil", Code::CEIL
                                   {"max", Code::MAX, 2},     {"mod", Code::MOD, 2},   {"log2", Code::LOG2, 1},
                                   {"sqrt", Code::SQRT, 1},   {"abs", Code::ABS, 1},   {"xor", Code::XOR, 2},
                                   {"if", Code::IF, 3}};
+
+// Bounds on the recursion of the parser (nesting of parentheses, calls, unary operators, powers) and of the
+// tree walks (a long chain of binary operators), so that hostile text is an error, not a stack overflow.
+constexpr int MAX_NESTING = 256;
+constexpr int MAX_HEIGHT = 4096;
 
 class Parser {
  public:
@@ -111,11 +118,16 @@ class Parser {
     }
     return false;
   }
-  static NodePtr make(Code c, NodePtr a, NodePtr b = nullptr) {
+  NodePtr make(Code c, NodePtr a, NodePtr b = nullptr) const {
     auto n = std::make_unique<Node>();
     n->code = c;
     n->kids.push_back(std::move(a));
     if (b) n->kids.push_back(std::move(b));
+    return checked(std::move(n));
+  }
+  NodePtr checked(NodePtr n) const {
+    for (const auto& k : n->kids) n->height = std::max(n->height, k->height + 1);
+    if (n->height > MAX_HEIGHT) fail("more than " + std::to_string(MAX_HEIGHT) + " operators deep");
     return n;
   }
   NodePtr parse_or() {
@@ -157,7 +169,13 @@ class Parser {
       else return l;
     }
   }
-  NodePtr parse_unary() {
+  NodePtr parse_unary() {  // every recursion of the parser passes here
+    if (++nesting_ > MAX_NESTING) fail("nested more than " + std::to_string(MAX_NESTING) + " levels deep");
+    NodePtr n = parse_unary_op();
+    --nesting_;
+    return n;
+  }
+  NodePtr parse_unary_op() {
     if (eat("-")) return make(Code::NEG, parse_unary());
     if (eat("+")) return parse_unary();
     skip_ws();
@@ -228,7 +246,7 @@ class Parser {
         n->kids.push_back(parse_or());
       }
       if (!eat(")")) fail(std::string(f->name) + " takes " + std::to_string(f->arity) + " arguments");
-      return n;
+      return checked(std::move(n));
     }
     int slot = symbols_.find(name);
     if (slot < 0) {
@@ -246,6 +264,7 @@ class Parser {
   std::string_view s_;
   const SymbolTable& symbols_;
   std::size_t pos_ = 0;
+  int nesting_ = 0;
 };
 
 void fold(Node& n) {
