@@ -113,10 +113,10 @@ TEST(FoldTest, WaitsKnowTheirRequestsAndWildcardsAreKept) {
   Writer w;
   w.call(Kind::INIT, 1, -1, -1, 0, 0);
   for (int i = 0; i < 3; ++i) {
-    Event& r = w.call(Kind::IRECV, 10, mksim::trace::ANY, 7, 32);
-    r.request = w.next_request++;
+    const std::uint32_t id = w.next_request++;
+    w.call(Kind::IRECV, 10, mksim::trace::ANY, 7, 32).request = id;  // (the reference dies at the next call)
     w.call(Kind::WAIT, 11);
-    w.complete(r.request, 2 + i, 7, 32, true);  // a different actual source every time
+    w.complete(id, 2 + i, 7, 32, true);  // a different actual source every time
     Event& b = w.call(Kind::RECV, 12, 3, 7, 32);
     b.flags = MKTRACE_POSTED_ANY_SOURCE;  // posted as any, matched 3
   }
