@@ -2,6 +2,8 @@
 // per rank; message matching is mksim's (MPI order: source, tag, context), data transfers are SimGrid's.
 #include "sim/replay.hpp"
 
+#include "skeletons/rank_rng.hpp"
+
 #include "sim/collectives.hpp"
 #include "sim/platform.hpp"
 #include "skeletons/error.hpp"
@@ -77,7 +79,7 @@ struct TransferJob {
 struct RankState {
   sg4::Host* host = nullptr;
   std::vector<double> frame;
-  std::uint64_t rng = 0;
+  skeletons::RankRng rng;
   std::deque<ReqPtr> posted;      // receives waiting for a message
   std::deque<ReqPtr> unexpected;  // messages (eager) or rendezvous sends waiting for a receive
   std::vector<ReqPtr> outstanding;
@@ -116,7 +118,7 @@ class ReplayContext final : public P2PLayer {
       rs.host = hosts[r];
       rs.frame = base_frame;
       bind_rank(sk_, rs.frame, r);
-      rs.rng = seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(r) + 1;
+      rs.rng = skeletons::RankRng(seed, r);
       rs.named.resize(sk_.request_slots);
     }
     block_exec_.assign(sk_.blocks.size(), 0);
@@ -283,7 +285,7 @@ class ReplayContext final : public P2PLayer {
     } else {
       double p = br.probability.eval(rs.frame);
       if (!(p >= 0 && p <= 1)) throw ReplayError(where(r, b.index) + "probability " + fmt(p) + " is not in [0,1]");
-      taken = uniform(rs) < p;
+      taken = rs.rng.uniform() < p;
     }
     run_body(r, taken ? br.then_body : br.else_body);
   }
@@ -699,14 +701,6 @@ class ReplayContext final : public P2PLayer {
     if (!(v >= 0 && v < P_) || v != std::floor(v))
       throw ReplayError(where(r, block) + "\"" + e.text() + "\" = " + fmt(v) + " is not a rank in [0, " + std::to_string(P_) + ")");
     return static_cast<int>(v);
-  }
-
-  static double uniform(RankState& rs) {  // SplitMix64: portable and seeded, same stream everywhere
-    std::uint64_t z = (rs.rng += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    return static_cast<double>(z >> 11) * 0x1.0p-53;
   }
 
   std::string where(int r, int block) const {

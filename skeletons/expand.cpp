@@ -1,6 +1,7 @@
 #include "skeletons/expand.hpp"
 
 #include "skeletons/error.hpp"
+#include "skeletons/rank_rng.hpp"
 #include "skeletons/skeleton_io.hpp"
 
 #include <cmath>
@@ -13,18 +14,9 @@ struct Expander {
   const Skeleton& sk;
   std::vector<double>& frame;
   int rank;
-  std::uint64_t rng;
+  RankRng rng;
   std::size_t limit;
   std::vector<ExpandedOp> out;
-
-  // SplitMix64, the replay engine's stream (sim/replay.cpp): seed * golden + rank + 1
-  double uniform() {
-    std::uint64_t z = (rng += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    return static_cast<double>(z >> 11) * 0x1.0p-53;
-  }
 
   [[noreturn]] void fail(int block, const std::string& what) const {
     throw SkeletonError(sk.file, sk.blocks.at(static_cast<std::size_t>(block)).id,
@@ -52,7 +44,7 @@ struct Expander {
   }
 
   void exec(int, const Branch& br) {
-    const bool taken = br.condition ? br.condition->eval(frame) != 0 : uniform() < br.probability.eval(frame);
+    const bool taken = br.condition ? br.condition->eval(frame) != 0 : rng.uniform() < br.probability.eval(frame);
     body(taken ? br.then_body : br.else_body);
   }
 
@@ -110,7 +102,7 @@ std::vector<ExpandedOp> expand_rank(const Skeleton& skeleton, std::vector<double
   const int g = select_group(skeleton, frame);
   if (g < 0)
     throw SkeletonError(skeleton.file, "/programs", "no rank group matches rank " + std::to_string(rank));
-  Expander e{skeleton, frame, rank, seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(rank) + 1, limit, {}};
+  Expander e{skeleton, frame, rank, RankRng(seed, rank), limit, {}};
   e.body(skeleton.groups[static_cast<std::size_t>(g)].body);
   return std::move(e.out);
 }
