@@ -564,7 +564,8 @@ class Builder {
     fits[field] = {{"expr", f.expr}, {"max_rel_error", f.max_rel_error}, {"cv_rel_error", f.cv_rel_error},
                    {"mean_cv_rel_error", flat}, {"samples", samples.size()}};
     note_ambiguity(where + "/" + field, f);
-    return f.expr;
+    // a time model may turn negative outside the traced range (a - b*log2(K)): a duration is not
+    return constant ? f.expr : "max(0, " + f.expr + ")";
   }
 
   // Leave-one-run-out relative error of predicting each run's mean value by the other runs' mean.
