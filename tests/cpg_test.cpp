@@ -17,6 +17,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -373,6 +374,64 @@ TEST(Cpg, CollectivesAreOnePhasePerOperation) {
   EXPECT_EQ(a.bytes_total, 48);
   EXPECT_EQ(g.phases[1].collective, Kind::BARRIER);
   EXPECT_FALSE(g.order.at(0).independent);
+}
+
+// trace::match_messages, which the CPG's step 1, unmatched_messages and the trace tests share: pairs by
+// (sender, receiver, communicator, tag) in order; a wildcard receive takes its completion's source; the
+// receive half of MPI_Sendrecv is its COMPLETE record; MPI_PROC_NULL is no message; a receive that never
+// completed and a send nobody receives are left over, the former first.
+TEST(Cpg, MatchMessagesPairsByChannelInOrder) {
+  auto ws = writers(3);
+  ws[0].send(1, 5, 10, SEND_SITE);
+  ws[0].send(1, 5, 20, SEND_SITE);
+  ws[0].send(mksim::trace::PROC_NULL, 5, 0, SEND_SITE);
+  ws[0].call(Kind::SENDRECV, 0x5e, 2, 7, 8);  // sends to 2 with tag 7, receives from 2 with tag 8
+  Event half;
+  half.kind = Kind::COMPLETE;
+  half.peer = 2;
+  half.tag = 8;
+  half.bytes = 16;
+  half.root = 1;
+  ws[0].t.events.push_back(half);
+  const std::uint32_t any = ws[1].irecv(mksim::trace::ANY, 5, 64, RECV_SITE);  // posted as MPI_ANY_SOURCE
+  ws[1].recv(0, 5, 20, RECV_SITE);
+  ws[1].waitall({any}, 0x3a);
+  ws[1].t.events.back().peer = 0;  // completed by rank 0's first send
+  ws[1].t.events.back().bytes = 10;
+  ws[1].irecv(2, 9, 4, RECV_SITE);  // never completed
+  ws[1].recv(mksim::trace::PROC_NULL, 5, 0, RECV_SITE);
+  ws[2].recv(0, 7, 8, RECV_SITE);
+  ws[2].send(0, 8, 16, SEND_SITE);
+  ws[2].send(1, 3, 4, SEND_SITE);  // nobody receives it
+  const TraceRun run = make_run(ws);
+  const mksim::trace::Matching m = mksim::trace::match_messages(run);
+  ASSERT_EQ(m.pairs.size(), 4u);
+  auto at = [&](const mksim::trace::MessageEnd& e) { return std::make_tuple(e.rank, e.call, e.done, e.peer, e.tag, e.bytes); };
+  EXPECT_EQ(at(m.pairs[0].send), std::make_tuple(0, std::size_t{1}, std::size_t{1}, 1, 5, std::int64_t{10}));
+  EXPECT_EQ(at(m.pairs[0].recv), std::make_tuple(1, std::size_t{1}, std::size_t{4}, 0, 5, std::int64_t{10}));
+  EXPECT_EQ(at(m.pairs[1].send), std::make_tuple(0, std::size_t{2}, std::size_t{2}, 1, 5, std::int64_t{20}));
+  EXPECT_EQ(at(m.pairs[1].recv), std::make_tuple(1, std::size_t{2}, std::size_t{2}, 0, 5, std::int64_t{20}));
+  EXPECT_EQ(at(m.pairs[2].send), std::make_tuple(0, std::size_t{4}, std::size_t{4}, 2, 7, std::int64_t{8}));
+  EXPECT_EQ(at(m.pairs[2].recv), std::make_tuple(2, std::size_t{1}, std::size_t{1}, 0, 7, std::int64_t{8}));
+  EXPECT_EQ(at(m.pairs[3].send), std::make_tuple(2, std::size_t{2}, std::size_t{2}, 0, 8, std::int64_t{16}));
+  EXPECT_EQ(at(m.pairs[3].recv), std::make_tuple(0, std::size_t{4}, std::size_t{5}, 2, 8, std::int64_t{16}));
+  ASSERT_EQ(m.unpaired.size(), 2u);
+  EXPECT_EQ(m.unpaired[0].why, mksim::trace::Unpaired::SOURCE_UNKNOWN);
+  EXPECT_FALSE(m.unpaired[0].end.completed);
+  EXPECT_EQ(at(m.unpaired[0].end), std::make_tuple(1, std::size_t{5}, std::size_t{5}, 2, 9, std::int64_t{4}));
+  EXPECT_EQ(m.unpaired[1].why, mksim::trace::Unpaired::NO_RECEIVE);
+  EXPECT_TRUE(m.unpaired[1].send);
+  EXPECT_EQ(at(m.unpaired[1].end), std::make_tuple(2, std::size_t{3}, std::size_t{3}, 1, 3, std::int64_t{4}));
+  const auto lines = mksim::trace::unmatched_messages(run);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "rank 1: receive from 2, tag 9, 4 bytes, comm 0, at site 0x4ecf: never completed, so its sender is unknown");
+  EXPECT_EQ(lines[1], "rank 2: send to 1, tag 3, 4 bytes, comm 0, at site 0x5e4d: no matching receive");
+  // the CPG joins the call points of each pair and counts what is left over
+  const PhaseGraph g = build_cpg(run);
+  EXPECT_EQ(g.unmatched, 2u);
+  std::uint64_t messages = 0;
+  for (const Phase& p : g.phases) messages += p.messages;
+  EXPECT_EQ(messages, 4u) << describe(g);
 }
 
 TEST(Cpg, RejectsFoldedProgramsOfAnotherRun) {

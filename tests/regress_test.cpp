@@ -187,6 +187,36 @@ TEST(Regress, Constant) {
   EXPECT_NE(f.note.find("K=1"), std::string::npos) << f.note;
 }
 
+// PGE2's chain depth P/2 - 1 traced at P = 4 and 8 only (1 and 3) is also P*log2(P)/8 and log2(P)*Py/4: one
+// coefficient each, where P/2 - 1 needs two, so a search by number of coefficients kept P*log2(P)/8 and listed
+// only another product. Fewer feature factors win: P/2 - 1 is kept, and every alternative listed reproduces
+// every sample and differs from it at P = 16, the run the message names.
+TEST(Regress, HalfPMinusOneBeatsProductsThatFitTheSameRuns) {
+  auto samples = grid({4, 8}, {64, 128}, [](double P, double) { return P / 2 - 1; });
+  FitOptions o;
+  o.integer = true;
+  const Fit f = fit_quantity(samples, PARAMS, o);
+  EXPECT_TRUE(f.exact);
+  EXPECT_EQ(f.expr, "P/2 - 1");
+  ASSERT_FALSE(f.alternatives.empty());
+  for (const auto& a : f.alternatives) {
+    for (const Sample& x : samples) EXPECT_NEAR(eval(a, x.vars), x.value, 1e-9) << a;
+    EXPECT_NE(eval(a, {{"P", 16}, {"N", 64}, {"K", 1}}), 7.0) << a;
+    EXPECT_EQ(a.find("log2(P)*"), std::string::npos) << a << ": a product is no evidence against P/2 - 1";
+    EXPECT_EQ(a.find("P*log2(P)"), std::string::npos) << a << ": a product is no evidence against P/2 - 1";
+  }
+  EXPECT_NE(f.ambiguity.find("a run at P=16"), std::string::npos) << f.ambiguity;
+  EXPECT_NE(f.ambiguity.find("\"P/2 - 1\" (kept) gives 7"), std::string::npos) << f.ambiguity;
+  EXPECT_NE(f.note.find("c*g + d"), std::string::npos) << f.note;
+  // with P = 16 traced the runs decide: nothing about P is left open
+  const Fit g = fit_quantity(grid({4, 8, 16}, {64, 128}, [](double P, double) { return P / 2 - 1; }), PARAMS, o);
+  EXPECT_EQ(g.expr, "P/2 - 1");
+  EXPECT_TRUE(g.alternatives.empty()) << g.alternatives.front();
+  // and a product is still found where no one-factor form fits
+  const Fit h = fit_quantity(grid({4, 8, 16}, {64}, [](double P, double) { return P * std::log2(P) / 8; }), PARAMS, o);
+  EXPECT_EQ(h.expr, "P*log2(P)/8");
+}
+
 TEST(Regress, PMinusOneAndPHalf) {
   FitOptions o;
   o.integer = true;

@@ -39,6 +39,7 @@ using trace_expect::MasterWorker;
 using trace_expect::pge1_events;
 using trace_expect::pge2_events;
 using trace_expect::Want;
+using trace_expect::expect_messages_received;
 using trace_expect::failures_of;
 
 namespace {
@@ -126,38 +127,6 @@ void expect_requests_tied(const mksim::trace::RankTrace& t) {
   EXPECT_TRUE(open.empty()) << t.file << ": requests never completed";
 }
 
-// Every send has a receive on the same (sender, receiver, tag), of the same size, in order; a receive from
-// MPI_ANY_SOURCE (SMPI writes no actual source) counts on the (ANY, receiver, tag) channel, which must take
-// as many messages of the same sizes as all senders send to that receiver with that tag.
-void expect_sends_received(const mksim::trace::Run& run) {
-  using Channel = std::tuple<int, int, int>;  // sender (or ANY), receiver, tag
-  std::map<Channel, std::vector<std::int64_t>> sent, received;
-  std::set<std::pair<int, int>> wildcard;  // (receiver, tag) with an ANY_SOURCE receive
-  for (const auto& t : run.ranks)
-    for (const Event& e : t.events)
-      if (e.kind == Kind::RECV || e.kind == Kind::IRECV) {
-        received[{e.peer, t.rank, e.tag}].push_back(e.bytes);
-        if (e.peer == mksim::trace::ANY) wildcard.insert({t.rank, e.tag});
-      }
-  for (const auto& t : run.ranks)
-    for (const Event& e : t.events)
-      if (mksim::trace::is_send(e.kind))
-        sent[{wildcard.count({e.peer, e.tag}) ? mksim::trace::ANY : t.rank, e.peer, e.tag}].push_back(e.bytes);
-  for (auto& [channel, sizes] : sent) {
-    auto& got = received[channel];
-    if (std::get<0>(channel) == mksim::trace::ANY) {  // arrival order unknown: compare as multisets
-      std::sort(sizes.begin(), sizes.end());
-      std::sort(got.begin(), got.end());
-    }
-    EXPECT_EQ(sizes, got) << "to " << std::get<1>(channel) << " with tag " << std::get<2>(channel) << " from "
-                          << std::get<0>(channel);
-  }
-  for (const auto& [channel, sizes] : received)
-    EXPECT_TRUE(sent.count(channel)) << sizes.size() << " receives from " << std::get<0>(channel) << " on "
-                                     << std::get<1>(channel) << " with tag " << std::get<2>(channel)
-                                     << " that nobody sends";
-}
-
 TEST_F(TiReaderTest, Atm2dUnderSmpi) {
   const std::string idx = run_ti(tmp_, "atm2d", 4, "64 10");
   if (idx.empty()) GTEST_SKIP() << "smpirun or the smpicc build of atm2d missing";
@@ -175,7 +144,7 @@ TEST_F(TiReaderTest, Atm2dUnderSmpi) {
     expect_requests_tied(run.ranks[r]);
   }
   EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
-  expect_sends_received(run);
+  expect_messages_received(run);
 }
 
 TEST_F(TiReaderTest, CgUnderSmpi) {
@@ -190,7 +159,7 @@ TEST_F(TiReaderTest, CgUnderSmpi) {
     expect_requests_tied(run.ranks[r]);
   }
   EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
-  expect_sends_received(run);
+  expect_messages_received(run);
 }
 
 TEST_F(TiReaderTest, Pge1UnderSmpi) {
@@ -204,7 +173,7 @@ TEST_F(TiReaderTest, Pge1UnderSmpi) {
     expect_events(run.ranks[r], pge1_events(4, r, 10, 4));
   }
   EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
-  expect_sends_received(run);
+  expect_messages_received(run);
 }
 
 TEST_F(TiReaderTest, Pge2UnderSmpi) {
@@ -219,7 +188,7 @@ TEST_F(TiReaderTest, Pge2UnderSmpi) {
     expect_requests_tied(run.ranks[r]);
   }
   EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
-  expect_sends_received(run);
+  expect_messages_received(run);
 }
 
 // SMPI writes the master's MPI_ANY_SOURCE receives with source -333 (ANY) and no actual source, so here,
@@ -238,7 +207,7 @@ TEST_F(TiReaderTest, MasterWorkerUnderSmpi) {
     expect_events(run.ranks[r], master_worker_events(4, r, mw));
     expect_requests_tied(run.ranks[r]);
   }
-  expect_sends_received(run);
+  expect_messages_received(run);
   // unmatched_messages pairs by actual source: without one, each wildcard receive and the send it took
   // are reported (3 requests + 20 results each way), and nothing else
   const auto unmatched = mksim::trace::unmatched_messages(run);
@@ -250,7 +219,7 @@ TEST_F(TiReaderTest, MasterWorkerUnderSmpi) {
   mksim::trace::Run broken = run;
   auto& ev = broken.ranks[2].events;
   std::find_if(ev.begin(), ev.end(), [](const Event& e) { return e.kind == Kind::ISEND; })->bytes -= 8;
-  const auto failed = failures_of([&] { expect_sends_received(broken); });
+  const auto failed = failures_of([&] { expect_messages_received(broken); });
   ASSERT_EQ(failed.size(), 1u);
   EXPECT_NE(failed[0].find("to 0 with tag 3 from -2"), std::string::npos) << failed[0];
 }

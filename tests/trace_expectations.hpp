@@ -2,14 +2,17 @@
 // shared by the binary tracer's tests and the time-independent importer's tests.
 #pragma once
 
+#include "skeletons/trace/reader.hpp"
 #include "skeletons/trace/trace.hpp"
 
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
-#include <string>
-
 #include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
 #include <vector>
 
 namespace trace_expect {
@@ -26,6 +29,49 @@ std::vector<std::string> failures_of(Check check) {
   std::vector<std::string> out;
   for (int i = 0; i < results.size(); ++i) out.emplace_back(results.GetTestPartResult(i).message());
   return out;
+}
+
+
+// Every message is received at the size it was sent: the pairs of mksim::trace::match_messages (MPI's
+// non-overtaking rule), per channel (sender, receiver, tag), and no send or receive left over. A receive whose
+// source the trace does not know (SMPI writes MPI_ANY_SOURCE receives without their actual source) counts on
+// the channel (ANY, receiver, tag): it must take as many messages of the same sizes as the sends to that
+// receiver and tag nobody else received (compared as multisets: the arrival order is unknown).
+inline void expect_messages_received(const mksim::trace::Run& run) {
+  using Channel = std::tuple<int, int, int>;  // sender (or ANY), receiver, tag
+  const mksim::trace::Matching m = mksim::trace::match_messages(run);
+  std::map<Channel, std::vector<std::int64_t>> sent, received;
+  for (const auto& p : m.pairs) {
+    const Channel c{p.send.rank, p.recv.rank, p.send.tag};
+    sent[c].push_back(p.send.bytes);
+    received[c].push_back(p.recv.bytes);
+  }
+  for (const auto& [channel, sizes] : sent) {
+    const auto& [from, to, tag] = channel;
+    EXPECT_EQ(sizes, received[channel]) << "messages from " << from << " to " << to << " with tag " << tag;
+  }
+  std::map<Channel, std::vector<std::int64_t>> unsent, unreceived;  // left over, by (ANY, receiver, tag)
+  for (const auto& u : m.unpaired) {
+    const bool wildcard = u.why == mksim::trace::Unpaired::SOURCE_UNKNOWN && u.end.completed;
+    if (u.send)
+      unreceived[{mksim::trace::ANY, u.end.peer, u.end.tag}].push_back(u.end.bytes);
+    else if (wildcard)
+      unsent[{mksim::trace::ANY, u.end.rank, u.end.tag}].push_back(u.end.bytes);
+    else
+      ADD_FAILURE() << "a receive from " << u.end.peer << " on " << u.end.rank << " with tag " << u.end.tag
+                    << (u.end.completed ? " that nobody sends" : " that never completed");
+  }
+  for (auto& [channel, sizes] : unreceived) {
+    auto& got = unsent[channel];
+    std::sort(sizes.begin(), sizes.end());
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(sizes, got) << "messages to " << std::get<1>(channel) << " with tag " << std::get<2>(channel) << " from "
+                          << std::get<0>(channel) << " (sends nobody received named, receives from MPI_ANY_SOURCE)";
+  }
+  for (const auto& [channel, sizes] : unsent)
+    EXPECT_TRUE(unreceived.count(channel)) << sizes.size() << " receives from " << std::get<0>(channel) << " on "
+                                           << std::get<1>(channel) << " with tag " << std::get<2>(channel)
+                                           << " that nobody sends";
 }
 
 

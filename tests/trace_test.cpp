@@ -42,6 +42,7 @@ using trace_expect::MasterWorker;
 using trace_expect::pge1_events;
 using trace_expect::pge2_events;
 using trace_expect::Want;
+using trace_expect::expect_messages_received;
 using trace_expect::failures_of;
 
 namespace {
@@ -145,33 +146,6 @@ long counted_calls(const mksim::trace::Run& run, int uncounted = 4) {
   return n - static_cast<long>(uncounted) * run.P;
 }
 
-// Every message has the size of the receive it is matched with: sends and completed receives paired in
-// order per (sender, receiver, tag) as MPI's non-overtaking rule pairs them (unmatched_messages checks
-// the counts; this the sizes). Receives with an unknown source are left to unmatched_messages.
-void expect_sizes_matched(const mksim::trace::Run& run) {
-  using Channel = std::tuple<int, int, int>;
-  std::map<Channel, std::vector<std::int64_t>> sent, received;
-  for (const auto& t : run.ranks) {
-    std::map<std::uint32_t, std::size_t> irecv_at;  // request -> index in this rank's posted receives
-    std::vector<std::pair<Channel, std::int64_t>> posted;
-    for (const Event& e : t.events) {
-      if (mksim::trace::is_send(e.kind)) {
-        sent[{t.rank, e.peer, e.tag}].push_back(e.bytes);
-      } else if (e.kind == Kind::RECV || e.kind == Kind::IRECV) {
-        if (e.kind == Kind::IRECV) irecv_at[e.request] = posted.size();
-        posted.push_back({{e.peer, t.rank, e.tag}, e.bytes});
-      } else if (e.kind == Kind::COMPLETE && e.root == 1 && irecv_at.count(e.request)) {
-        posted[irecv_at[e.request]] = {{e.peer, t.rank, e.tag}, e.bytes};  // the actual source, tag, size
-      }
-    }
-    for (const auto& [channel, bytes] : posted) received[channel].push_back(bytes);
-  }
-  for (const auto& [channel, sizes] : sent) {
-    const auto& [from, to, tag] = channel;
-    EXPECT_EQ(sizes, received[channel]) << "messages from " << from << " to " << to << " with tag " << tag;
-  }
-}
-
 std::set<std::uint64_t> sites_of(const mksim::trace::RankTrace& t, Kind kind) {
   std::set<std::uint64_t> s;
   for (const Event& e : t.events)
@@ -210,7 +184,7 @@ TEST_F(TraceTest, Atm2dEveryCallPeerTagAndSizeAtP124) {
     }
     EXPECT_EQ(counted_calls(run), field(slurp_text(dir.string() + ".log"), "mpi_calls"));
     EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
-    expect_sizes_matched(run);
+    expect_messages_received(run);
   }
 }
 
@@ -231,7 +205,7 @@ TEST_F(TraceTest, CgEveryCallPeerTagAndSizeAtP124) {
     }
     EXPECT_EQ(counted_calls(run), field(slurp_text(dir.string() + ".log"), "mpi_calls"));
     EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
-    expect_sizes_matched(run);
+    expect_messages_received(run);
   }
 }
 
@@ -248,7 +222,7 @@ TEST_F(TraceTest, Pge1EveryCallPeerTagAndSizeAtP124) {
     for (int r = 0; r < P; ++r) expect_events(run.ranks[r], pge1_events(P, r, 10, 4));
     EXPECT_EQ(counted_calls(run, 5), field(slurp_text(dir.string() + ".log"), "mpi_calls"));
     EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
-    expect_sizes_matched(run);
+    expect_messages_received(run);
   }
 }
 
@@ -272,7 +246,7 @@ TEST_F(TraceTest, Pge2EveryCallPeerTagAndSizeAtP124) {
     }
     EXPECT_EQ(counted_calls(run, 5), field(slurp_text(dir.string() + ".log"), "mpi_calls"));
     EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
-    expect_sizes_matched(run);
+    expect_messages_received(run);
   }
 }
 
@@ -327,13 +301,13 @@ TEST_F(TraceTest, MasterWorkerEveryCallAndAnySourceInvariantsAtP124) {
     EXPECT_EQ(counted_calls(run, 3), field(slurp_text(dir.string() + ".log"), "mpi_calls"));
     EXPECT_EQ(counted_calls(run, 3), 4L * W + 4 * mw.tasks);  // the README's formula
     EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
-    expect_sizes_matched(run);
+    expect_messages_received(run);
     if (P == 4) {  // a result sent 8 bytes short: as many messages as receives, but not of their size
       mksim::trace::Run broken = run;
       auto& ev = broken.ranks[1].events;
       std::find_if(ev.begin(), ev.end(), [](const Event& e) { return e.kind == Kind::ISEND; })->bytes -= 8;
       EXPECT_EQ(mksim::trace::unmatched_messages(broken), std::vector<std::string>{});
-      const auto failed = failures_of([&] { expect_sizes_matched(broken); });
+      const auto failed = failures_of([&] { expect_messages_received(broken); });
       ASSERT_EQ(failed.size(), 1u);
       EXPECT_NE(failed[0].find("messages from 1 to 0 with tag 3"), std::string::npos) << failed[0];
     }

@@ -101,19 +101,6 @@ struct Use {
   std::int64_t bytes_max = std::numeric_limits<std::int64_t>::min();
 };
 
-struct SendRec {
-  int rank;
-  std::size_t idx;  // the send call
-  int point;
-  std::int64_t bytes;
-};
-
-struct RecvRec {
-  int rank;
-  std::size_t idx;  // where the receive completed (RECV, or the COMPLETE record)
-  int point;
-};
-
 struct Message {
   int from, to;
   int send_point, recv_point;
@@ -161,79 +148,47 @@ struct Pass {
   }
 };
 
-// Steps 1 (matching, with the completion links) and the collectives' instance links.
+// Steps 1 (matching, with the completion links) and the collectives' instance links. The messages are
+// trace::match_messages'; this pass gives each point-to-point call its call point.
 Pass scan(const trace::Run& run, const CpgOptions& options) {
   Pass pass;
-  const int P = static_cast<int>(run.ranks.size());
   pass.uses.resize(run.ranks.size());
-  using MatchKey = std::tuple<int, int, std::uint32_t, std::int32_t>;  // sender, receiver, comm, tag
-  std::map<MatchKey, std::vector<SendRec>> sends;
-  std::map<MatchKey, std::vector<RecvRec>> recvs;
+  std::vector<std::vector<int>> point_at(run.ranks.size());  // per rank, per event: its call point (-1 none)
   std::map<std::uint32_t, std::vector<int>> instance_point;  // comm -> point of the k-th collective seen
 
   for (const trace::RankTrace& t : run.ranks) {
-    struct Posted {
-      int point;
-      std::size_t done;
-      bool completed;
-      std::int32_t source, tag;
-      std::uint32_t comm;
-    };
-    std::vector<Posted> posted;                       // receives in posting order
-    std::map<std::uint32_t, std::size_t> by_request;  // irecv request id -> index in posted
+    std::vector<int>& at = point_at[static_cast<std::size_t>(t.rank)];
+    at.assign(t.events.size(), -1);
     std::map<std::uint32_t, int> request_point;       // pending isend/irecv request id -> its point
     std::vector<int> completed_points;                // points of the requests the current wait completed
     std::map<std::uint32_t, std::size_t> collectives_seen;  // comm -> collectives so far on this rank
-    int last_point = -1;                              // point of the last call (for Sendrecv's COMPLETE)
-    std::uint32_t last_comm = 0;
     const auto flush_wait = [&] {
       for (std::size_t k = 1; k < completed_points.size(); ++k) pass.uf.unite(completed_points[0], completed_points[k]);
       completed_points.clear();
     };
     for (std::size_t i = 0; i < t.events.size(); ++i) {
       const trace::Event& e = t.events[i];
-      if (e.kind != Kind::COMPLETE) {
-        flush_wait();
-        last_point = -1;
-      }
+      if (e.kind != Kind::COMPLETE) flush_wait();
       if (e.site != 0 && (is_p2p_call(e.kind) || trace::is_collective(e.kind))) pass.any_site = true;
       if (trace::is_send(e.kind)) {
         const int p = pass.point(point_key(e.kind, e.site, e.comm, e.tag), t.rank);
         pass.points[static_cast<std::size_t>(p)].sends = true;
         if (e.kind == Kind::SENDRECV) pass.points[static_cast<std::size_t>(p)].receives = true;
         pass.use(t.rank, p, i, e.bytes);
-        last_point = p;
-        last_comm = e.comm;
+        at[i] = p;
         if (e.request != 0) request_point[e.request] = p;
-        if (e.peer >= 0 && e.peer < P) sends[{t.rank, e.peer, e.comm, e.tag}].push_back({t.rank, i, p, e.bytes});
       } else if (e.kind == Kind::RECV || e.kind == Kind::IRECV) {
         const std::int32_t posted_tag = e.kind == Kind::RECV && e.posted_any_tag() ? trace::ANY : e.tag;
         const int p = pass.point(point_key(e.kind, e.site, e.comm, posted_tag), t.rank);
         pass.points[static_cast<std::size_t>(p)].receives = true;
         pass.use(t.rank, p, i, e.bytes);
+        at[i] = p;
         if (e.kind == Kind::IRECV && e.request != 0) request_point[e.request] = p;
-        if (e.peer == trace::PROC_NULL) continue;
-        if (e.kind == Kind::IRECV && e.request != 0) by_request[e.request] = posted.size();
-        posted.push_back({p, i, e.kind == Kind::RECV, e.peer, e.tag, e.comm});
-      } else if (e.kind == Kind::COMPLETE) {
-        if (e.request == 0) {  // the receive half of MPI_Sendrecv
-          if (e.root == 1 && last_point >= 0 && e.peer != trace::PROC_NULL)
-            posted.push_back({last_point, i, true, e.peer, e.tag, last_comm});
-          continue;
-        }
+      } else if (e.kind == Kind::COMPLETE && e.request != 0) {
         if (auto it = request_point.find(e.request); it != request_point.end()) {
           if (options.link_completions) completed_points.push_back(it->second);
           request_point.erase(it);
         }
-        if (e.root != 1) continue;
-        auto it = by_request.find(e.request);
-        if (it == by_request.end()) continue;
-        Posted& r = posted[it->second];
-        r.completed = true;
-        r.done = i;
-        r.source = e.peer;
-        r.tag = e.tag;
-        by_request.erase(it);
       } else if (trace::is_collective(e.kind)) {
         const int p = pass.point(point_key(e.kind, e.site, e.comm, trace::NO_RANK), t.rank);
         pass.use(t.rank, p, i, e.bytes);
@@ -244,31 +199,15 @@ Pass scan(const trace::Run& run, const CpgOptions& options) {
       }
     }
     flush_wait();
-    for (const Posted& r : posted) {
-      if (!r.completed || r.source < 0 || r.source >= P || r.tag == trace::ANY) {
-        ++pass.unmatched;
-        continue;
-      }
-      recvs[{r.source, t.rank, r.comm, r.tag}].push_back({t.rank, r.done, r.point});
-    }
   }
-  for (auto& [key, q] : sends) {
-    const auto it = recvs.find(key);
-    const std::size_t nr = it == recvs.end() ? 0 : it->second.size();
-    const std::size_t n = std::min(q.size(), nr);
-    pass.unmatched += q.size() - n;
-    for (std::size_t k = 0; k < n; ++k) {
-      const SendRec& s = q[k];
-      const RecvRec& r = it->second[k];
-      pass.uf.unite(s.point, r.point);
-      pass.messages.push_back({s.rank, r.rank, s.point, r.point, s.idx, r.idx, s.bytes});
-    }
+  const trace::Matching matching = trace::match_messages(run);
+  for (const trace::MatchedMessage& m : matching.pairs) {
+    const int sp = point_at[static_cast<std::size_t>(m.send.rank)][m.send.call];
+    const int rp = point_at[static_cast<std::size_t>(m.recv.rank)][m.recv.call];
+    pass.uf.unite(sp, rp);
+    pass.messages.push_back({m.send.rank, m.recv.rank, sp, rp, m.send.call, m.recv.done, m.send.bytes});
   }
-  for (auto& [key, r] : recvs) {
-    const auto it = sends.find(key);
-    const std::size_t ns = it == sends.end() ? 0 : it->second.size();
-    if (r.size() > ns) pass.unmatched += r.size() - ns;
-  }
+  pass.unmatched = matching.unpaired.size();
   return pass;
 }
 

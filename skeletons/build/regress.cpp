@@ -515,6 +515,15 @@ struct ExactModel {
     for (const ExactCol& c : cols) n += factors(c);
     return n;
   }
+  /** @brief The form, for notes: "a constant", "c*g", "c*g + d", "c1*f1 + c2*f2", "c1*f1 + c2*f2 + d". */
+  std::string form() const {
+    std::size_t constants = 0;
+    for (const ExactCol& c : cols) constants += factors(c) == 0 ? 1 : 0;
+    if (cols.size() == constants) return "a constant";
+    if (cols.size() == 1) return "c*g (g a feature, its reciprocal, a product or a ratio of two)";
+    if (cols.size() == 2) return constants ? "c*g + d" : "c1*f1 + c2*f2";
+    return "c1*f1 + c2*f2 + d";
+  }
 };
 
 struct ExactSpace {
@@ -522,6 +531,27 @@ struct ExactSpace {
   std::vector<std::vector<double>> at_points;  // [feature][point]
   std::vector<std::vector<double>> at_probes;  // [feature][probe point]
 };
+
+/** True for a feature that is not a plain variable scaled or shifted: logarithms, roots, floors, powers and
+ *  remainders (log2(P), 2^floor(log2(P)/2), rank % 2), against P, P/2, P-1, P-1-rank. */
+bool nonlinear(const Feature& f) {
+  const std::string& t = f.text();
+  return t.find_first_of("^%") != std::string::npos || t.find("log2(") != std::string::npos ||
+         t.find("sqrt(") != std::string::npos || t.find("floor(") != std::string::npos;
+}
+
+/** How simple an exact model is, smallest first: feature factors (a product or ratio of two counts two), then
+ *  coefficients, then non-linear factors, then repeated factors (P*P): P/2 - 1 before P*log2(P)/8, P/2
+ *  before log2(P). */
+std::array<std::size_t, 4> simplicity(const ExactModel& m, const std::vector<Feature>& feats) {
+  std::size_t curved = 0, repeated = 0;
+  for (const ExactCol& c : m.cols) {
+    for (int f : {c.a, c.b})
+      if (f >= 0 && nonlinear(feats[static_cast<std::size_t>(f)])) ++curved;
+    if (c.a >= 0 && c.a == c.b && !c.ratio) ++repeated;
+  }
+  return {m.complexity(), m.cols.size(), curved, repeated};
+}
 
 double col_value(const ExactCol& c, const std::vector<std::vector<double>>& v, std::size_t i) {
   const double x = c.a < 0 ? 1.0 : v[static_cast<std::size_t>(c.a)][i];
@@ -574,9 +604,12 @@ std::vector<double> exact_at_probes(const ExactModel& m, const ExactSpace& sp, s
   return v;
 }
 
-/** All models of the simplest level that reproduce every point: level 0 the constant; 1 c*g; 2 c*g + d and
- *  c1*f1 + c2*f2; 3 c1*f1 + c2*f2 + d (g a feature, its reciprocal, a product or a ratio of two; f features). */
-std::vector<ExactModel> exact_models(const Data& d, const ExactSpace& sp, int max_terms, int& level) {
+/** The models that reproduce every point, simplest first (`simplicity`; ties in a fixed order), searched by
+ *  level: 0 the constant; 1 c*g; 2 c*g + d and c1*f1 + c2*f2; 3 c1*f1 + c2*f2 + d (g a feature, its
+ *  reciprocal, a product or a ratio of two; f features). The search stops at the first level with a model,
+ *  except that where level 1 has only products and ratios, level 2's c*g + d of one factor g is tried too:
+ *  fewer factors win over fewer coefficients (y = P/2 - 1 at P = 4, 8 is also P*log2(P)/8). */
+std::vector<ExactModel> exact_models(const Data& d, const ExactSpace& sp, int max_terms) {
   const std::size_t n = d.points.size();
   std::vector<ExactModel> found;
   auto reproduces = [&](const ExactModel& m, const std::vector<const std::vector<double>*>& vals) {
@@ -587,8 +620,13 @@ std::vector<ExactModel> exact_models(const Data& d, const ExactSpace& sp, int ma
     }
     return true;
   };
+  const auto simplest_first = [&](std::vector<ExactModel> ms) {
+    std::stable_sort(ms.begin(), ms.end(), [&](const ExactModel& a, const ExactModel& b) {
+      return simplicity(a, sp.feats) < simplicity(b, sp.feats);
+    });
+    return ms;
+  };
   // level 0
-  level = 0;
   {
     ExactModel m{{ExactCol{}}, {rational_coef(d.points[0].y)}};
     if (reproduces(m, {nullptr})) return {m};
@@ -623,18 +661,6 @@ std::vector<ExactModel> exact_models(const Data& d, const ExactSpace& sp, int ma
   double ymean = 0;
   for (double v : y) ymean += v / static_cast<double>(n);
 
-  // level 1: c*g
-  level = 1;
-  for (std::size_t k = 0; k < cols.size(); ++k) {
-    double sxy = 0, sxx = 0;
-    for (std::size_t i = 0; i < n; ++i) sxy += vals[k][i] * y[i], sxx += vals[k][i] * vals[k][i];
-    ExactModel m{{cols[k]}, {rational_coef(sxy / sxx)}};
-    if (reproduces(m, {&vals[k]})) found.push_back(std::move(m));
-  }
-  if (!found.empty()) return found;
-
-  // level 2
-  level = 2;
   auto with_constant = [&](std::size_t k) {
     double gm = 0;
     for (std::size_t i = 0; i < n; ++i) gm += vals[k][i] / static_cast<double>(n);
@@ -644,6 +670,23 @@ std::vector<ExactModel> exact_models(const Data& d, const ExactSpace& sp, int ma
     ExactModel m{{cols[k], ExactCol{}}, {rational_coef(b), rational_coef(ymean - b * gm)}};
     if (reproduces(m, {&vals[k], nullptr})) found.push_back(std::move(m));
   };
+
+  // level 1: c*g
+  for (std::size_t k = 0; k < cols.size(); ++k) {
+    double sxy = 0, sxx = 0;
+    for (std::size_t i = 0; i < n; ++i) sxy += vals[k][i] * y[i], sxx += vals[k][i] * vals[k][i];
+    ExactModel m{{cols[k]}, {rational_coef(sxy / sxx)}};
+    if (reproduces(m, {&vals[k]})) found.push_back(std::move(m));
+  }
+  if (!found.empty()) {
+    const bool one_factor = std::any_of(found.begin(), found.end(), [](const ExactModel& m) { return m.complexity() == 1; });
+    if (!one_factor)
+      for (std::size_t k = 0; k < cols.size(); ++k)
+        if (factors(cols[k]) == 1) with_constant(k);
+    return simplest_first(std::move(found));
+  }
+
+  // level 2
   // c1*f1 + c2*f2 (+ d): normal equations of the scaled columns first (cheap); a model that nearly fits but
   // fails the check after rounding is solved again by column-pivoting QR (accurate).
   auto by_pair = [&](std::size_t ka, std::size_t kb, bool constant) {
@@ -705,13 +748,12 @@ std::vector<ExactModel> exact_models(const Data& d, const ExactSpace& sp, int ma
     for (std::size_t a = 0; a < n_single; ++a)
       for (std::size_t b = a + 1; b < n_single; ++b) by_pair(a, b, false);
   for (std::size_t k = n_single; k < cols.size(); ++k) with_constant(k);
-  if (!found.empty() || max_terms < 2) return found;
+  if (!found.empty() || max_terms < 2) return simplest_first(std::move(found));
 
   // level 3
-  level = 3;
   for (std::size_t a = 0; a < n_single; ++a)
     for (std::size_t b = a + 1; b < n_single; ++b) by_pair(a, b, true);
-  return found;
+  return simplest_first(std::move(found));
 }
 
 // ------------------------------------------------------------------------------------------------ least squares
@@ -1277,12 +1319,21 @@ struct Outcome {
   std::vector<std::string> notes;
 };
 
+// Whether `text`, read back as the replay engine reads it, reproduces every point of `d`.
+bool text_reproduces(const Data& d, const std::string& text) {
+  const Feature f(text, d.expr_names, false);
+  return std::all_of(d.points.begin(), d.points.end(), [&](const Point& p) {
+    return std::fabs(f.eval(p.vars) - p.y) <= allowed(d, p.y);
+  });
+}
+
 // `models` (all reproducing the points, simplest first) as an outcome: the first kept, alternatives of no more
-// feature factors (a more complex model that also fits is no evidence against the simpler one) that differ
-// at the probes. `wrap` turns a model's text and probe values into the quantity's (identity, or the modular form).
+// feature factors (a more complex model that also fits is no evidence against the simpler one) whose text
+// reproduces every sample too and that differ at the probes. `wrap` turns a model's text and probe values
+// into the quantity's (identity, or the modular form).
 template <class Wrap>
 Outcome exact_outcome(const Data& d, const Data& fitted, const Probes& pr, const ExactSpace& sp,
-                      const std::vector<ExactModel>& models, int level, Wrap wrap) {
+                      const std::vector<ExactModel>& models, Wrap wrap) {
   Outcome out;
   out.exact_search = true;
   const ExactModel& m = models.front();
@@ -1301,29 +1352,29 @@ Outcome exact_outcome(const Data& d, const Data& fitted, const Probes& pr, const
     cols.push_back(std::move(v));
   }
   out.cv = cv_of_columns(fitted, cols);
-  std::vector<std::size_t> others;
+  std::vector<Candidate> others;
   for (std::size_t i = 1; i < models.size(); ++i)
-    if (models[i].complexity() <= m.complexity()) others.push_back(i);
-  auto alts = distinct_alternatives(
-      chosen, others.size(), [&](std::size_t k) { return candidate(models[others[k]]); }, EXACT_DISAGREE);
+    if (models[i].complexity() <= m.complexity())
+      if (Candidate c = candidate(models[i]); text_reproduces(d, c.text)) others.push_back(std::move(c));
+  auto alts = distinct_alternatives(chosen, others.size(), [&](std::size_t k) { return others[k]; }, EXACT_DISAGREE);
   for (const Candidate& c : alts) out.alternatives.push_back(c.text);
   out.ambiguity = ambiguity_text(d, pr, chosen, alts, "reproduce every sample", EXACT_DISAGREE);
-  static const char* const FORMS[] = {"a constant", "c*g (g a feature, its reciprocal, a product or a ratio of two)",
-                                      "c*g + d or c1*f1 + c2*f2", "c1*f1 + c2*f2 + d"};
   out.notes.push_back("exact: the simplest form that reproduces all " + std::to_string(d.points.size()) +
-                      " distinct points is " + FORMS[level] +
-                      (models.size() > 1 ? " (" + std::to_string(models.size()) + " such models; the first in a fixed order is kept)" : ""));
+                      " distinct points is " + m.form() +
+                      (models.size() > 1 ? " (" + std::to_string(models.size()) +
+                                               " models reproduce them; the simplest, fewest factors first, is kept)"
+                                         : ""));
   return out;
 }
 
 std::optional<Outcome> fit_exact(const Data& d, const Probes& pr, const FitOptions& o) {
   const ExactSpace sp = exact_space(d, pr, o.allow_rank);
-  int level = 0;
-  std::vector<ExactModel> models = exact_models(d, sp, o.max_terms, level);
-  if (models.empty()) return std::nullopt;
+  std::vector<ExactModel> models = exact_models(d, sp, o.max_terms);
   // Real-valued quantities: exact only when at least two points beyond the coefficients confirm the model.
-  if (!o.integer && level > 0 && d.points.size() < static_cast<std::size_t>(level) + 2) return std::nullopt;
-  return exact_outcome(d, d, pr, sp, models, level, [](Candidate&) {});
+  if (!o.integer)
+    std::erase_if(models, [&](const ExactModel& m) { return m.complexity() > 0 && d.points.size() < m.cols.size() + 2; });
+  if (models.empty()) return std::nullopt;
+  return exact_outcome(d, d, pr, sp, models, [](Candidate&) {});
 }
 
 /** Peers of periodic exchanges: value = (rank + delta) % P with delta an exact expression of the run
@@ -1345,8 +1396,7 @@ std::optional<Outcome> fit_exact_modular(const Data& d, const Probes& pr, const 
     }
     for (Point& p : dd.points) p.d = p.y != 0 ? std::fabs(p.y) : (dd.mean_abs > 0 ? dd.mean_abs : 1.0);
     const ExactSpace sp = exact_space(dd, pr, false);
-    int level = 0;
-    std::vector<ExactModel> models = exact_models(dd, sp, o.max_terms, level);
+    std::vector<ExactModel> models = exact_models(dd, sp, o.max_terms);
     if (models.empty()) continue;
     auto wrap = [&](Candidate& c) {
       const bool minus = c.text.size() > 1 && c.text[0] == '-' && !has_sum(c.text.substr(1));
@@ -1357,7 +1407,7 @@ std::optional<Outcome> fit_exact_modular(const Data& d, const Probes& pr, const 
         c.at[q] = v < 0 ? v + P : v;
       }
     };
-    Outcome out = exact_outcome(d, dd, pr, sp, models, level, wrap);
+    Outcome out = exact_outcome(d, dd, pr, sp, models, wrap);
     out.notes.back() += ", for the offset from rank modulo P";
     return out;
   }

@@ -295,23 +295,7 @@ bool is_wait_or_test(Kind k) {
          k == Kind::TESTALL;
 }
 
-constexpr std::uint64_t FNV_OFFSET = 14695981039346656037ull;
-constexpr std::uint64_t FNV_PRIME = 1099511628211ull;
 constexpr std::size_t MAX_CONTEXT_DEPTH = 4096;
-
-// The call site of a list of frames (innermost first): FNV-1a 64 over each module name, a 0 byte and the
-// offset's 8 bytes (little-endian); 0 for no frames.
-std::uint64_t site_hash(const std::vector<Frame>& frames) {
-  if (frames.empty()) return 0;
-  std::uint64_t h = FNV_OFFSET;
-  auto byte = [&](unsigned char b) { h = (h ^ b) * FNV_PRIME; };
-  for (const Frame& f : frames) {
-    for (char c : f.module) byte(static_cast<unsigned char>(c));
-    byte(0);
-    for (int i = 0; i < 8; ++i) byte(static_cast<unsigned char>(f.offset >> (8 * i)));
-  }
-  return h == 0 ? 1 : h;
-}
 
 struct StackEntry {
   OTF2_RegionRef region;

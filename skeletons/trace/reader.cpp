@@ -4,14 +4,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <tuple>
 
@@ -57,6 +58,18 @@ bool is_collective(Kind kind) {
 bool is_annotation(Kind kind) {
   auto c = static_cast<std::uint16_t>(kind);
   return c >= static_cast<std::uint16_t>(Kind::REGION_BEGIN) && c <= static_cast<std::uint16_t>(Kind::LOOP_END);
+}
+
+std::uint64_t site_hash(const std::vector<Frame>& frames) {
+  if (frames.empty()) return 0;
+  std::uint64_t h = 14695981039346656037ull;  // FNV-1a 64
+  const auto byte = [&](unsigned char b) { h = (h ^ b) * 1099511628211ull; };
+  for (const Frame& f : frames) {
+    for (char c : f.module) byte(static_cast<unsigned char>(c));
+    byte(0);
+    for (int i = 0; i < 8; ++i) byte(static_cast<unsigned char>(f.offset >> (8 * i)));
+  }
+  return h == 0 ? 1 : h;
 }
 
 std::string_view status_name(Status status) {
@@ -393,81 +406,106 @@ std::string describe_site(const RankTrace& rank, std::uint64_t site) {
   std::string s;
   for (const auto& f : it->second.frames) {
     if (!s.empty()) s += " <- ";
-    s += std::filesystem::path(f.module).filename().string() + "+" + hex(f.offset);
+    s += std::filesystem::path(f.module).filename().string();
+    if (f.offset != 0) s += "+" + hex(f.offset);  // (0: an OTF2 region's unknown line, a TI call point)
   }
   return s;
 }
 
 namespace {
 
-struct Message {
-  int rank;  // where it was recorded
-  std::int32_t peer, tag;
-  std::int64_t bytes;
-  std::uint32_t comm;
-  std::uint64_t site;
-};
+using Channel = std::tuple<int, int, std::uint32_t, std::int32_t>;  // sender, receiver, comm, tag
 
-using MatchKey = std::tuple<int, int, std::uint32_t, std::int32_t>;  // sender, receiver, comm, tag
+// A rank's receives in posting order, each completed by its RECV or COMPLETE record.
+std::vector<MessageEnd> posted_receives(const RankTrace& t) {
+  std::vector<MessageEnd> posted;
+  std::map<std::uint32_t, std::size_t> by_request;  // pending irecv request id -> index in posted
+  std::size_t last_call = 0;                        // the last event that is not a COMPLETE record
+  bool last_sends = false;
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    const Event& e = t.events[i];
+    if (e.kind != Kind::COMPLETE) {
+      last_call = i;
+      last_sends = is_send(e.kind);
+    }
+    if (e.kind == Kind::RECV || e.kind == Kind::IRECV) {
+      if (e.peer == PROC_NULL) continue;
+      const bool blocking = e.kind == Kind::RECV;
+      if (!blocking && e.request != 0) by_request[e.request] = posted.size();
+      posted.push_back({t.rank, i, i, blocking, e.peer, e.tag, e.bytes, e.comm});
+    } else if (e.kind == Kind::COMPLETE && e.root == 1) {  // a receive completed: actual source and tag
+      if (e.request == 0) {  // the receive half of the MPI_Sendrecv just before
+        if (last_sends && e.peer != PROC_NULL) posted.push_back({t.rank, last_call, i, true, e.peer, e.tag, e.bytes, e.comm});
+        continue;
+      }
+      const auto it = by_request.find(e.request);
+      if (it == by_request.end()) continue;
+      MessageEnd& r = posted[it->second];
+      r.done = i;
+      r.completed = true;
+      r.peer = e.peer;
+      r.tag = e.tag;
+      r.bytes = e.bytes;
+      by_request.erase(it);
+    }
+  }
+  return posted;
+}
 
-std::string describe(const Run& run, const Message& m, const char* what, const char* why) {
-  std::string peer = m.peer == ANY ? "ANY_SOURCE" : std::to_string(m.peer);
-  std::string tag = m.tag == ANY ? "ANY_TAG" : std::to_string(m.tag);
-  return "rank " + std::to_string(m.rank) + ": " + what + " " + peer + ", tag " + tag + ", " +
-         std::to_string(m.bytes) + " bytes, comm " + std::to_string(m.comm) + ", at " +
-         describe_site(run.ranks[static_cast<std::size_t>(m.rank)], m.site) + ": " + why;
+std::string describe(const Run& run, const UnpairedEnd& u) {
+  const MessageEnd& m = u.end;
+  const std::string peer = m.peer == ANY ? "ANY_SOURCE" : std::to_string(m.peer);
+  const std::string tag = m.tag == ANY ? "ANY_TAG" : std::to_string(m.tag);
+  const RankTrace& t = run.ranks[static_cast<std::size_t>(m.rank)];
+  const std::string why = u.why == Unpaired::NO_RECEIVE ? "no matching receive"
+                          : u.why == Unpaired::NO_SEND  ? "no matching send"
+                          : m.completed                 ? "the trace does not say which sender it took"
+                                                        : "never completed, so its sender is unknown";
+  return "rank " + std::to_string(m.rank) + ": " + (u.send ? "send to " : "receive from ") + peer + ", tag " + tag +
+         ", " + std::to_string(m.bytes) + " bytes, comm " + std::to_string(m.comm) + ", at " +
+         describe_site(t, t.events[m.call].site) + ": " + why;
 }
 
 }  // namespace
 
-std::vector<std::string> unmatched_messages(const Run& run) {
-  std::map<MatchKey, std::deque<Message>> sends, recvs;
-  std::vector<std::string> out;
+Matching match_messages(const Run& run) {
+  Matching out;
+  const int P = static_cast<int>(run.ranks.size());
+  std::map<Channel, std::vector<MessageEnd>> sends, recvs;
   for (const RankTrace& t : run.ranks) {
-    std::vector<Message> posted;              // receives in posting order
-    std::map<std::uint32_t, std::size_t> by_request;  // irecv request id -> index in posted
-    for (const Event& e : t.events) {
-      const Message m{t.rank, e.peer, e.tag, e.bytes, e.comm, e.site};
-      if (is_send(e.kind)) {
-        if (e.peer >= 0) sends[{t.rank, e.peer, e.comm, e.tag}].push_back(m);
-      } else if (e.kind == Kind::RECV || e.kind == Kind::IRECV) {
-        if (e.peer == PROC_NULL) continue;
-        if (e.kind == Kind::IRECV && e.request != 0) by_request[e.request] = posted.size();
-        posted.push_back(m);
-      } else if (e.kind == Kind::COMPLETE && e.root == 1) {  // a receive completed: actual source and tag
-        if (e.request == 0) {  // the receive half of MPI_Sendrecv
-          if (e.peer != PROC_NULL) posted.push_back(m);
-          continue;
-        }
-        auto it = by_request.find(e.request);
-        if (it == by_request.end()) continue;
-        Message& p = posted[it->second];
-        p.peer = e.peer;
-        p.tag = e.tag;
-        p.bytes = e.bytes;
-        by_request.erase(it);
-      }
+    for (std::size_t i = 0; i < t.events.size(); ++i) {
+      const Event& e = t.events[i];
+      if (is_send(e.kind) && e.peer >= 0)
+        sends[{t.rank, e.peer, e.comm, e.tag}].push_back({t.rank, i, i, true, e.peer, e.tag, e.bytes, e.comm});
     }
-    for (const Message& m : posted) {
-      if (m.peer < 0 || m.tag == ANY) {
-        out.push_back(describe(run, m, "receive from", "never completed, so its sender is unknown"));
-        continue;
-      }
-      recvs[{m.peer, t.rank, m.comm, m.tag}].push_back(m);
+    for (MessageEnd& r : posted_receives(t)) {
+      if (!r.completed || r.peer < 0 || r.peer >= P || r.tag == ANY)
+        out.unpaired.push_back({r, false, Unpaired::SOURCE_UNKNOWN});
+      else
+        recvs[{r.peer, t.rank, r.comm, r.tag}].push_back(r);
     }
   }
-  for (auto& [key, q] : sends) {
-    auto& r = recvs[key];
-    const std::size_t matched = std::min(q.size(), r.size());
-    for (std::size_t i = matched; i < q.size(); ++i)
-      out.push_back(describe(run, q[i], "send to", "no matching receive"));
+  for (const auto& [key, q] : sends) {
+    const auto it = recvs.find(key);
+    const std::size_t n = it == recvs.end() ? 0 : std::min(q.size(), it->second.size());
+    for (std::size_t k = 0; k < n; ++k) out.pairs.push_back({q[k], it->second[k]});
   }
-  for (auto& [key, r] : recvs) {
+  for (const auto& [key, q] : sends) {
+    const auto it = recvs.find(key);
+    for (std::size_t k = it == recvs.end() ? 0 : it->second.size(); k < q.size(); ++k)
+      out.unpaired.push_back({q[k], true, Unpaired::NO_RECEIVE});
+  }
+  for (const auto& [key, r] : recvs) {
     const auto it = sends.find(key);
-    const std::size_t nsend = it == sends.end() ? 0 : it->second.size();
-    for (std::size_t i = nsend; i < r.size(); ++i)
-      out.push_back(describe(run, r[i], "receive from", "no matching send"));
+    for (std::size_t k = it == sends.end() ? 0 : it->second.size(); k < r.size(); ++k)
+      out.unpaired.push_back({r[k], false, Unpaired::NO_SEND});
   }
+  return out;
+}
+
+std::vector<std::string> unmatched_messages(const Run& run) {
+  std::vector<std::string> out;
+  for (const UnpairedEnd& u : match_messages(run).unpaired) out.push_back(describe(run, u));
   return out;
 }
 

@@ -7,7 +7,9 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <tuple>
 
 namespace mksim::trace {
 
@@ -92,6 +94,32 @@ struct Pending {
   std::uint32_t request;
   std::size_t event;  // index of the isend/irecv event
 };
+
+// TI traces have no call sites; a call's site is its call point instead (README.md): one frame named
+// "MPI_Isend tag 1 comm 0" (the MPI function, the tag as posted for point-to-point calls, the communicator),
+// hashed as OTF2's region frames are. Ranks running the same code then share sites, as with the binary
+// tracer, and calls that differ only in their tag (a red rank's north exchange and a black rank's south one)
+// do not. A COMPLETE record has the site of the wait it belongs to.
+void assign_call_points(RankTrace& t) {
+  std::map<std::tuple<Kind, std::uint32_t, std::int32_t>, std::uint64_t> known;  // call point -> site
+  std::uint64_t last = 0;
+  for (Event& e : t.events) {
+    if (e.kind == Kind::COMPLETE) {
+      e.site = last;
+      continue;
+    }
+    const bool p2p = is_send(e.kind) || e.kind == Kind::RECV || e.kind == Kind::IRECV;
+    auto [it, fresh] = known.try_emplace({e.kind, e.comm, p2p ? e.tag : NO_RANK}, 0);
+    if (fresh) {
+      std::string where(kind_name(e.kind));
+      if (p2p) where += " tag " + std::to_string(e.tag);
+      std::vector<Frame> frames{Frame{where + " comm " + std::to_string(e.comm), 0}};
+      it->second = site_hash(frames);
+      t.sites.try_emplace(it->second, CallSite{it->second, std::move(frames)});
+    }
+    e.site = last = it->second;
+  }
+}
 
 RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops) {
   std::ifstream in(path);
@@ -255,6 +283,7 @@ RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops) 
     }
   }
   if (in.bad()) throw TraceError(path, TraceError::NO_OFFSET, "read error after line " + std::to_string(number));
+  assign_call_points(t);
   return t;
 }
 

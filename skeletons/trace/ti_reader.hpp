@@ -13,7 +13,8 @@ namespace mksim::trace {
 /** @brief Read a time-independent trace: `index` is the file given to smpirun with
  *  --cfg=tracing/filename (one rank file per line, rank 0 first; relative paths are relative to the
  *  index file's directory). Every line is checked (rank, action, field count, numbers); any problem throws
- *  TraceError naming the file and line. Times are 0 (TI traces have none), call sites 0, communicators 0.
+ *  TraceError naming the file and line. Times are 0 (TI traces have none), communicators 0, and a call's site
+ *  is its call point (MPI function, communicator, tag as posted; README.md), described as "MPI_Isend tag 1 comm 0".
  *  If `compute_flops` is given it receives, per rank, the sum of the `compute` actions (flops), which the
  *  event model has no kind for. */
 Run read_ti_run(const std::string& index, std::vector<double>* compute_flops = nullptr);

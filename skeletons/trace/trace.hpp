@@ -73,6 +73,10 @@ struct CallSite {
   std::vector<Frame> frames;
 };
 
+/** @brief The hash of a call site made of named frames (OTF2 regions, TI call points): FNV-1a 64 over each
+ *  frame's module name, a 0 byte and its offset's 8 little-endian bytes; 0 for no frames, never 0 else. */
+std::uint64_t site_hash(const std::vector<Frame>& frames);
+
 /** @brief The trace of one rank (one rank-<r>.mkt file). */
 struct RankTrace {
   std::string file;

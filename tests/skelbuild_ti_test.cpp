@@ -1,0 +1,433 @@
+// Skeletons from SimGrid time-independent traces (issue 4: "import SimGrid time-independent traces of the same
+// programs and get the same skeleton structure"): atm2d, cg, pge1 and pge2 run at the P and parameters of
+// tests/skelbuild_test.cpp's training sets, once under OpenMPI with mktrace and once under smpirun -trace-ti;
+// a skeleton is built from each set and the two are compared at the largest traced P and at one never traced:
+// every rank's operations (kind, peer, tag, bytes, root, in order), the phase of each operation (type, depth,
+// the rank in its send or receive list), and the loops around point-to-point calls (count, calls inside).
+//
+// What legitimately differs (TI traces have no call sites, no times, no command line):
+// - A TI call's site is its call point (MPI function, communicator, tag as posted). Calls from different lines
+//   with the same call point are one: consecutive ones fold into loops (the result reductions become
+//   `loop 5 { reduce }`; cg's setup halo folds with its first iterations, so its halo loop is not `iters`) and
+//   their phases merge (cg: one halo phase and one allreduce phase; atm2d: the north-south and the east-west
+//   exchange instead of four, whose occurrences then add up). Calls from one line with different tags are
+//   several: pge2's middle swap is two `if` blocks and two phases, S1 and S2 as in seed 000 s.5.1.
+// - No compute blocks and no overlapped computation (TI traces have no times).
+// - The skeleton's name (TI runs have no command: it is given here) and block ids.
+// Builder limitations these runs show (skeletons/build/builder.cpp; reported, not compared here):
+// - build_level identifies a loop by how many loops came before it at its level: PGE2 at P = 2 has no
+//   pipeline loops, so its `loop 5 { reduce }` is "loop 0" as the other ranks' first pipeline and the order
+//   becomes cyclic; the program then falls apart into one copy per shape whose conditions do not hold at
+//   P = 32. PGE2 is built from P = 4, 8, 16 here (tests/skelbuild_test.cpp uses 2, 4, 8, 16).
+//   Reproduction: DISABLED_LoopsAreAlignedByTheirBodyNotTheirPosition below.
+// - When shapes order the same calls differently, build_level makes one copy per shape, not per group of
+//   shapes that agree. Without call sites atm2d's red ranks (north, south, east, west) and black ranks (south,
+//   north, west, east) disagree, so its TI skeleton has one block per shape (corner, edge, interior ranks of
+//   each colour) whose conditions are guesses from few ranks. Its operations are compared at the largest
+//   traced P only; reproduction: DISABLED_ShapesThatAgreeShareOneCopyWhenOthersOrderCallsDifferently.
+#include "skeletons/build/builder.hpp"
+#include "skeletons/expand.hpp"
+#include "skeletons/skeleton_io.hpp"
+#include "skeletons/trace/reader.hpp"
+#include "skeletons/trace/ti_reader.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using mksim::skeletons::ExpandedOp;
+using mksim::skeletons::Skeleton;
+using mksim::trace::Kind;
+
+namespace {
+
+const std::string BIN = MKSIM_BINARY_DIR;
+const std::string SRC = MKSIM_SOURCE_DIR;
+
+using Params = std::vector<std::pair<std::string, long>>;
+
+/** One traced configuration: P, the program's arguments and the parameters they stand for. */
+struct Config {
+  int P;
+  std::string args;
+  Params params;
+};
+
+/** What one program's comparison needs. */
+struct Case {
+  std::string app;
+  std::vector<Config> training;
+  Config hold_out;          ///< compared, never traced
+  bool compare_hold_out = true;
+  bool compare_loops = true;
+};
+
+class SkelBuildTiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    tmp_ = fs::temp_directory_path() / ("mksim_skelbuild_ti_" + std::string(info->name()) + "_" + std::to_string(getpid()));
+    fs::remove_all(tmp_);
+    fs::create_directories(tmp_);
+  }
+  void TearDown() override { fs::remove_all(tmp_); }
+
+  static bool smpi_available(const std::string& app) {
+    return std::system("command -v smpirun >/dev/null 2>&1") == 0 && fs::exists(BIN + "/apps-smpi/" + app);
+  }
+
+  static std::string name_of(const std::string& app, const Config& c) {
+    std::string name = app + "-" + std::to_string(c.P);
+    for (const auto& [k, v] : c.params) name += "-" + k + std::to_string(v);
+    return name;
+  }
+
+  // mktrace -np P --param ... -- build/apps/APP ARGS (OpenMPI)
+  mksim::trace::Run openmpi(const std::string& app, const Config& c) {
+    const fs::path dir = tmp_ / ("ompi-" + name_of(app, c));
+    std::string popts;
+    for (const auto& [k, v] : c.params) popts += " --param " + k + "=" + std::to_string(v);
+    const std::string cmd = BIN + "/trace/mktrace -np " + std::to_string(c.P) + popts + " -o " + dir.string() +
+                            " -- " + BIN + "/apps/" + app + " " + c.args + " >" + dir.string() + ".log 2>&1";
+    const int rc = std::system(cmd.c_str());
+    EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << cmd;
+    return mksim::trace::read_run(dir.string(), {.require_complete = true});
+  }
+
+  // smpirun -trace-ti at P ranks on the T3E platform (as tests/ti_reader_test.cpp), read with read_ti_run;
+  // the parameters are given here, as `mkskel build INDEX::N=64,...` gives them
+  mksim::trace::Run time_independent(const std::string& app, const Config& c) {
+    const fs::path dir = tmp_ / ("ti-" + name_of(app, c));
+    fs::create_directories(dir);
+    std::ofstream hosts(dir / "hosts");
+    for (int i = 0; i < c.P; ++i) hosts << "node-" << i << "\n";
+    hosts.close();
+    const std::string idx = (dir / "ti.txt").string();
+    const std::string cmd = "smpirun -np " + std::to_string(c.P) + " -platform " + SRC + "/platforms/t3e.xml -hostfile " +
+                            (dir / "hosts").string() + " -trace-ti --cfg=tracing/filename:" + idx +
+                            " --cfg=smpi/simulate-computation:no --log=root.thresh:warning " + BIN + "/apps-smpi/" +
+                            app + " " + c.args + " >" + (dir / "out.log").string() + " 2>&1";
+    const int rc = std::system(cmd.c_str());
+    EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << cmd;
+    mksim::trace::Run run = mksim::trace::read_ti_run(idx);
+    for (const auto& [k, v] : c.params) run.params[k] = std::to_string(v);
+    return run;
+  }
+
+  // Traces the training set both ways, builds both skeletons and compares them; returns the TI skeleton's text.
+  std::string compare(const Case& c);
+
+  fs::path tmp_;
+};
+
+Skeleton build(const std::string& app, const std::vector<mksim::trace::Run>& runs, std::string& text) {
+  mksim::skeletons::build::BuildOptions o;
+  o.name = app;
+  text = mksim::skeletons::build::build_skeleton(runs, o).skeleton.dump(1);
+  return mksim::skeletons::parse_skeleton(text, app + ".json");
+}
+
+/** One operation as the comparison sees it: the call and its phase, evaluated at one P. */
+struct Op {
+  std::string kind;
+  long peer = -1, tag = -1, bytes = 0, root = -1;
+  std::string phase_type;  ///< "" when the block has no phase
+  long depth = -1;         ///< the phase's depth at this P (point-to-point phases)
+  bool in_list = false;    ///< the rank is in the phase's send list (sends) or receive list (receives)
+  bool operator==(const Op&) const = default;
+};
+
+std::ostream& operator<<(std::ostream& o, const Op& op) {
+  return o << op.kind << "(peer " << op.peer << ", tag " << op.tag << ", " << op.bytes << " B, root " << op.root
+           << "; " << (op.phase_type.empty() ? "no phase" : op.phase_type) << ", depth " << op.depth
+           << (op.in_list ? ", listed" : ", not listed") << ")";
+}
+
+// The operations of `rank` at P, without compute, each with its phase (type, depth, membership).
+std::vector<Op> operations(const Skeleton& sk, int P, const std::map<std::string, double>& params, int rank) {
+  auto frame = mksim::skeletons::bind_parameters(sk, P, params);
+  const auto ops = mksim::skeletons::expand_rank(sk, frame, rank);
+  mksim::skeletons::bind_rank(sk, frame, rank);
+  std::vector<Op> out;
+  for (const ExpandedOp& x : ops) {
+    if (x.kind == ExpandedOp::Kind::COMPUTE) continue;
+    Op op;
+    op.kind = mksim::skeletons::op_name(x);
+    const bool sends = x.kind == ExpandedOp::Kind::SEND || x.kind == ExpandedOp::Kind::ISEND;
+    const bool receives = x.kind == ExpandedOp::Kind::RECV || x.kind == ExpandedOp::Kind::IRECV;
+    if (sends || receives) {
+      op.peer = x.peer;
+      op.tag = x.tag;
+      op.bytes = static_cast<long>(x.size_bytes);
+    } else if (x.kind == ExpandedOp::Kind::COLLECTIVE) {
+      op.bytes = static_cast<long>(x.size_bytes);
+      op.root = x.root;
+    }
+    const std::string& phase = sk.blocks.at(static_cast<std::size_t>(x.block)).phase;
+    for (const auto& p : sk.phases)
+      if (p.name == phase) {
+        op.phase_type = p.type;
+        if (p.type != "collective") op.depth = std::lround(p.depth.eval(frame));
+        op.in_list = sends ? p.senders.eval(frame) != 0 : receives ? p.receivers.eval(frame) != 0 : true;
+      }
+    out.push_back(op);
+  }
+  return out;
+}
+
+// Every rank's operations at P agree; returns the number of operations compared.
+std::size_t expect_same_operations(const Skeleton& ompi, const Skeleton& ti, int P,
+                                   const std::map<std::string, double>& params, const std::string& texts) {
+  std::size_t compared = 0;
+  for (int rank = 0; rank < P; ++rank) {
+    const auto want = operations(ompi, P, params, rank);
+    const auto got = operations(ti, P, params, rank);
+    EXPECT_EQ(got.size(), want.size()) << "rank " << rank << " of P=" << P << texts;
+    for (std::size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+      if (!(got[i] == want[i])) {
+        ADD_FAILURE() << "P=" << P << " rank " << rank << " op " << i << ": from TI " << got[i] << ", from OpenMPI "
+                      << want[i] << texts;
+        break;
+      }
+      const bool p2p = want[i].peer >= 0;
+      EXPECT_TRUE(!p2p || (want[i].in_list && !want[i].phase_type.empty()))
+          << "P=" << P << " rank " << rank << " op " << i << " " << want[i] << ": not in its phase's lists" << texts;
+    }
+    compared += want.size();
+  }
+  return compared;
+}
+
+// The loops of a skeleton that contain point-to-point calls: count expression and the calls in them, by
+// (op, tag expression), sorted; loops nested in loops are listed with their enclosing counts.
+std::multiset<std::string> p2p_loops(const nlohmann::json& body, const std::string& outer = "") {
+  std::multiset<std::string> out;
+  for (const auto& b : body) {
+    const std::string op = b.at("op");
+    if (op == "if") {
+      for (const char* arm : {"then", "else"})
+        if (b.contains(arm)) out.merge(p2p_loops(b.at(arm), outer));
+    } else if (op == "loop") {
+      const std::string here = outer + "loop " + b.at("count").get<std::string>() + " {";
+      std::set<std::string> calls;
+      std::vector<const nlohmann::json*> todo{&b.at("body")};
+      while (!todo.empty()) {
+        const nlohmann::json* list = todo.back();
+        todo.pop_back();
+        for (const auto& c : *list) {
+          const std::string k = c.at("op");
+          if (k == "if") {
+            for (const char* arm : {"then", "else"})
+              if (c.contains(arm)) todo.push_back(&c.at(arm));
+          } else if (k == "send" || k == "recv" || k == "isend" || k == "irecv") {
+            calls.insert(k + " tag " + c.at("tag").dump());
+          }
+        }
+      }
+      if (!calls.empty()) {
+        std::string s = here;
+        for (const auto& c : calls) s += " " + c + ";";
+        out.insert(s + " }");
+      }
+      out.merge(p2p_loops(b.at("body"), here + " "));
+    }
+  }
+  return out;
+}
+
+std::map<std::string, double> as_values(const Params& p) {
+  std::map<std::string, double> m;
+  for (const auto& [k, v] : p) m[k] = static_cast<double>(v);
+  return m;
+}
+
+std::string SkelBuildTiTest::compare(const Case& c) {
+  std::vector<mksim::trace::Run> o_runs, t_runs;
+  int largest = 0;
+  Params largest_params;
+  for (const Config& cfg : c.training) {
+    o_runs.push_back(openmpi(c.app, cfg));
+    t_runs.push_back(time_independent(c.app, cfg));
+    if (cfg.P >= largest) largest = cfg.P, largest_params = cfg.params;
+  }
+  std::string o_text, t_text;
+  const Skeleton o_sk = build(c.app, o_runs, o_text);
+  const Skeleton t_sk = build(c.app, t_runs, t_text);
+  const std::string texts = "\n--- from TI:\n" + t_text + "\n--- from OpenMPI:\n" + o_text;
+  EXPECT_GT(expect_same_operations(o_sk, t_sk, largest, as_values(largest_params), texts), 0u);
+  if (c.compare_hold_out) {
+    EXPECT_GT(expect_same_operations(o_sk, t_sk, c.hold_out.P, as_values(c.hold_out.params), texts), 0u);
+  }
+  if (c.compare_loops) {
+    const auto o_json = nlohmann::json::parse(o_text), t_json = nlohmann::json::parse(t_text);
+    EXPECT_EQ(p2p_loops(t_json.at("body")), p2p_loops(o_json.at("body"))) << texts;
+  }
+  EXPECT_EQ(t_sk.groups.size(), o_sk.groups.size()) << texts;
+  return t_text;
+}
+
+// the training sets of tests/skelbuild_test.cpp
+std::vector<Config> grid(const std::vector<int>& Ps, const std::string& name, const std::vector<long>& values,
+                         const std::string& args_before, const std::string& args_after, const Params& fixed) {
+  std::vector<Config> out;
+  for (int P : Ps)
+    for (long v : values) {
+      Params p = fixed;
+      p.emplace_back(name, v);
+      std::sort(p.begin(), p.end());
+      out.push_back({P, args_before + std::to_string(v) + args_after, p});
+    }
+  return out;
+}
+
+TEST_F(SkelBuildTiTest, Pge1SameStructureAsOpenMpi) {
+  if (!smpi_available("pge1")) GTEST_SKIP() << "smpirun or the smpicc build of pge1 missing";
+  Case c{"pge1", grid({2, 4, 8}, "K", {4, 8}, "256 32 ", "", {{"N", 256}, {"M", 32}}), {16, "", {{"K", 2}, {"M", 48}, {"N", 512}}}};
+  c.training.push_back({4, "128 64 4", {{"K", 4}, {"M", 64}, {"N", 128}}});
+  const std::string text = compare(c);
+  EXPECT_NE(text.find("\"MPI_Recv tag 1 comm 0\""), std::string::npos) << "a TI block's provenance is its call point";
+}
+
+TEST_F(SkelBuildTiTest, Pge2SameStructureAsOpenMpi) {
+  if (!smpi_available("pge2")) GTEST_SKIP() << "smpirun or the smpicc build of pge2 missing";
+  Case c{"pge2", grid({4, 8, 16}, "K", {4, 8}, "256 32 ", "", {{"N", 256}, {"M", 32}}), {32, "", {{"K", 2}, {"M", 48}, {"N", 512}}}};
+  c.training.push_back({4, "128 64 4", {{"K", 4}, {"M", 64}, {"N", 128}}});
+  compare(c);
+}
+
+TEST_F(SkelBuildTiTest, CgSameOperationsAsOpenMpi) {
+  if (!smpi_available("cg")) GTEST_SKIP() << "smpirun or the smpicc build of cg missing";
+  Case c{"cg", grid({2, 4, 8}, "N", {64, 256}, "", " 4", {{"iters", 4}}), {16, "", {{"N", 1024}, {"iters", 5}}}};
+  c.training.push_back({4, "64 6", {{"N", 64}, {"iters", 6}}});
+  c.compare_loops = false;  // the setup halo folds with the loop's (one call point): loop 2 { halo; allreduce } ...
+  compare(c);
+}
+
+TEST_F(SkelBuildTiTest, Atm2dSameOperationsAsOpenMpiAtTheTracedP) {
+  if (!smpi_available("atm2d")) GTEST_SKIP() << "smpirun or the smpicc build of atm2d missing";
+  Case c{"atm2d", grid({2, 4, 8}, "N", {64, 128}, "", " 3", {{"steps", 3}}), {32, "", {{"N", 256}, {"steps", 4}}}};
+  c.training.push_back({4, "64 5", {{"N", 64}, {"steps", 5}}});
+  c.training.push_back({16, "128 3", {{"N", 128}, {"steps", 3}}});
+  c.compare_hold_out = false;  // one block per shape (builder limitation above): not reliable beyond P = 16
+  compare(c);
+}
+
+// What the comparisons above rely on: a TI call's site is its call point, the same on every rank for the same
+// function and tag, another for another tag; completions have their wait's site; describe_site names it.
+TEST_F(SkelBuildTiTest, TiCallSitesAreCallPoints) {
+  std::ofstream(tmp_ / "r0.txt") << "0 init\n0 isend 1 7 4 0\n0 irecv 1 7 4 0\n0 waitall 2\n0 send 1 8 4 0\n"
+                                    "0 send 1 9 4 0\n0 allreduce 1 1 0\n0 finalize\n";
+  std::ofstream(tmp_ / "r1.txt") << "1 init\n1 isend 0 7 4 0\n1 irecv 0 7 4 0\n1 waitall 2\n1 recv 0 8 4 0\n"
+                                    "1 recv 0 9 4 0\n1 allreduce 1 1 0\n1 finalize\n";
+  std::ofstream(tmp_ / "ti.txt") << "r0.txt\nr1.txt\n";
+  const auto run = mksim::trace::read_ti_run((tmp_ / "ti.txt").string());
+  const auto& a = run.ranks[0].events;
+  const auto& b = run.ranks[1].events;
+  ASSERT_EQ(a.size(), 10u);  // init, isend, irecv, waitall, 2 completions, send, send, allreduce, finalize
+  ASSERT_EQ(b.size(), 10u);
+  for (std::size_t i : {1, 2, 3, 8}) EXPECT_EQ(a[i].site, b[i].site) << "event " << i << ": same call point on both ranks";
+  EXPECT_NE(a[1].site, a[2].site);  // MPI_Isend and MPI_Irecv with tag 7
+  EXPECT_NE(a[6].site, a[7].site);  // MPI_Send with tag 8 and with tag 9
+  EXPECT_EQ(a[4].site, a[3].site);  // the completions have their waitall's site
+  EXPECT_EQ(a[5].site, a[3].site);
+  for (const auto& e : a) EXPECT_NE(e.site, 0u);
+  EXPECT_EQ(mksim::trace::describe_site(run.ranks[0], a[1].site), "MPI_Isend tag 7 comm 0");
+  EXPECT_EQ(mksim::trace::describe_site(run.ranks[1], b[7].site), "MPI_Recv tag 9 comm 0");
+  EXPECT_EQ(mksim::trace::describe_site(run.ranks[0], a[8].site), "MPI_Allreduce comm 0");
+  EXPECT_EQ(mksim::trace::site_hash({{"MPI_Isend tag 7 comm 0", 0}}), a[1].site);
+}
+
+// ---- builder limitations that the TI runs show, reduced to written traces (DISABLED_: they fail until
+// skeletons/build/builder.cpp's build_level changes; run with --gtest_also_run_disabled_tests) ----
+
+/** A call of a written trace. */
+struct Written {
+  Kind kind;
+  std::uint64_t site;
+  int peer = -1;
+  int tag = -1;
+};
+
+// A run written by hand: rank r's calls(r) between MPI_Init and MPI_Finalize, 1 ms each.
+mksim::trace::Run written(int P, const std::function<std::vector<Written>(int)>& calls) {
+  mksim::trace::Run run;
+  run.P = P;
+  run.dir = "written-" + std::to_string(P);
+  run.command = {"written"};
+  for (int r = 0; r < P; ++r) {
+    mksim::trace::RankTrace t;
+    t.rank = r;
+    t.world_size = P;
+    t.status = mksim::trace::Status::FINALIZED;
+    std::vector<Written> all{{Kind::INIT, 0}};
+    for (const Written& w : calls(r)) all.push_back(w);
+    all.push_back({Kind::FINALIZE, 0});
+    for (const Written& w : all) {
+      mksim::trace::Event e;
+      e.kind = w.kind;
+      e.site = w.site;
+      e.peer = w.peer;
+      e.tag = w.tag;
+      e.bytes = w.peer >= 0 ? 8 : 0;
+      e.t_enter = 1e-3 * static_cast<double>(t.events.size());
+      e.t_exit = e.t_enter + 1e-3;
+      t.events.push_back(e);
+    }
+    run.ranks.push_back(std::move(t));
+  }
+  return run;
+}
+
+std::size_t count_ops(const nlohmann::json& body, const std::string& op) {
+  std::size_t n = 0;
+  for (const auto& b : body) {
+    n += b.at("op") == op ? 1 : 0;
+    for (const char* arm : {"body", "then", "else"})
+      if (b.contains(arm)) n += count_ops(b.at(arm), op);
+  }
+  return n;
+}
+
+// Ranks 0 and 1 run a loop of messages, then every rank a barrier and a loop of two barriers. Ranks >= 2 have
+// no first loop, so their barrier loop is their "loop 0", aligned with rank 0's message loop: the level's order
+// is cyclic and each shape gets its own copy of the barriers (6 barrier blocks instead of 2).
+TEST(SkelBuildTiBuilder, DISABLED_LoopsAreAlignedByTheirBodyNotTheirPosition) {
+  auto calls = [](int r) {
+    std::vector<Written> w;
+    for (int i = 0; i < 3; ++i)
+      if (r == 0) w.push_back({Kind::SEND, 0x51, 1, 1});
+      else if (r == 1) w.push_back({Kind::RECV, 0x52, 0, 1});
+    w.push_back({Kind::BARRIER, 0xB0});
+    for (int i = 0; i < 2; ++i) w.push_back({Kind::BARRIER, 0xB1});
+    return w;
+  };
+  const auto r = mksim::skeletons::build::build_skeleton({written(3, calls), written(4, calls), written(8, calls)});
+  EXPECT_EQ(count_ops(r.skeleton.at("body"), "barrier"), 2u) << r.skeleton.dump(1);
+}
+
+// atm2d without call sites: "red" ranks (even) run X then Y, "black" ranks (odd) Y then X, rank 0 only X. The
+// two orders make a cycle, and build_level then copies the level once per shape (rank 0, red, black: 5 barrier
+// blocks) where rank 0 and the red ranks agree and could share one copy (4).
+TEST(SkelBuildTiBuilder, DISABLED_ShapesThatAgreeShareOneCopyWhenOthersOrderCallsDifferently) {
+  auto calls = [](int r) {
+    const Written x{Kind::BARRIER, 0xA}, y{Kind::BARRIER, 0xB};
+    if (r == 0) return std::vector<Written>{x};
+    return r % 2 == 0 ? std::vector<Written>{x, y} : std::vector<Written>{y, x};
+  };
+  const auto r = mksim::skeletons::build::build_skeleton({written(4, calls), written(8, calls), written(16, calls)});
+  EXPECT_LE(count_ops(r.skeleton.at("body"), "barrier"), 4u) << r.skeleton.dump(1);
+}
+
+}  // namespace
