@@ -262,6 +262,9 @@ void write_file(const std::string& path, const std::string& file_path, const Run
                   column_of(phases, [](const PhaseTotals& p) { return p.compute_s; }));
     writer.column(phases_group, "phases", "comm_s", column_of(phases, [](const PhaseTotals& p) { return p.comm_s; }));
     writer.column(phases_group, "phases", "wait_s", column_of(phases, [](const PhaseTotals& p) { return p.wait_s; }));
+    writer.column(phases_group, "phases", "critical_rank_s",
+                  column_of(phases, [](const PhaseTotals& p) { return p.critical_rank_s; }));
+    writer.column(phases_group, "phases", "end_s", column_of(phases, [](const PhaseTotals& p) { return p.end_s; }));
   }
   checked(file.close(), path, "close (flush) temporary file " + file_path);
 }
@@ -502,11 +505,16 @@ RunResult read_file(const std::string& path, hid_t file) {
     const auto compute = reader.doubles(group, "phases", "compute_s");
     const auto comm = reader.doubles(group, "phases", "comm_s");
     const auto wait = reader.doubles(group, "phases", "wait_s");
+    const auto critical_rank_col = reader.doubles(group, "phases", "critical_rank_s");
+    const auto end = reader.doubles(group, "phases", "end_s");
     const std::size_t n = reader.rows("phases", {{"phase", phase.size()},
                                                  {"compute_s", compute.size()},
                                                  {"comm_s", comm.size()},
-                                                 {"wait_s", wait.size()}});
-    for (std::size_t i = 0; i < n; ++i) result.phases.push_back({std::move(phase[i]), compute[i], comm[i], wait[i]});
+                                                 {"wait_s", wait.size()},
+                                                 {"critical_rank_s", critical_rank_col.size()},
+                                                 {"end_s", end.size()}});
+    for (std::size_t i = 0; i < n; ++i)
+      result.phases.push_back({std::move(phase[i]), compute[i], comm[i], wait[i], critical_rank_col[i], end[i]});
   }
   return result;
 }

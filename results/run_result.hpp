@@ -34,6 +34,8 @@ struct PhaseTotals {
   double compute_s = 0;
   double comm_s = 0;
   double wait_s = 0;
+  double critical_rank_s = 0;  ///< time the critical rank (the last to finish) spent in this phase: these add up to its finish time
+  double end_s = 0;            ///< when the last rank left the phase's last block (simulated time)
 };
 
 /** @brief One simulated run: its inputs (as attributes) and its per-rank, per-block and per-phase figures. */

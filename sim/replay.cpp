@@ -2,6 +2,7 @@
 // per rank; message matching is mksim's (MPI order: source, tag, context), data transfers are SimGrid's.
 #include "sim/replay.hpp"
 
+#include "skeletons/distribution.hpp"
 #include "skeletons/rank_rng.hpp"
 
 #include "sim/collectives.hpp"
@@ -125,8 +126,8 @@ class ReplayContext final : public P2PLayer {
     block_time_.assign(sk_.blocks.size(), 0.0);
     block_bytes_.assign(sk_.blocks.size(), 0.0);
     // Phase labels, sorted, and each block's phase index.
-    // Phases are reported for blocks that spend time themselves; loops and branches only contain others.
-    auto is_leaf = [](const BlockInfo& b) { return b.op != "loop" && b.op != "if"; };
+    // Phases are reported for blocks that spend time themselves; loops, branches and regions only contain others.
+    auto is_leaf = [](const BlockInfo& b) { return b.op != "loop" && b.op != "if" && b.op != "region"; };
     std::vector<std::string> labels;
     for (const auto& b : sk_.blocks)
       if (is_leaf(b)) labels.push_back(b.phase);
@@ -137,6 +138,7 @@ class ReplayContext final : public P2PLayer {
     for (const auto& b : sk_.blocks)
       block_phase_.push_back(is_leaf(b) ? static_cast<int>(std::lower_bound(labels.begin(), labels.end(), b.phase) - labels.begin())
                                         : -1);
+    rank_phase_.assign(static_cast<std::size_t>(P_) * phase_.size(), 0.0);
     active_ = P;
     for (auto& rs : ranks_) rs.sem = sg4::Semaphore::create(0);  // before any rank runs: others may poke it
   }
@@ -225,6 +227,8 @@ class ReplayContext final : public P2PLayer {
       out.blocks.push_back(results::BlockTotals{sk_.blocks[b].id, sk_.blocks[b].op, sk_.blocks[b].phase,
                                                 block_exec_[b], block_time_[b], block_bytes_[b]});
     out.phases = phase_;
+    for (std::size_t k = 0; k < phase_.size(); ++k)
+      out.phases[k].critical_rank_s = rank_phase_[static_cast<std::size_t>(out.critical_rank) * phase_.size() + k];
     return out;
   }
 
@@ -277,6 +281,8 @@ class ReplayContext final : public P2PLayer {
     }
   }
 
+  void exec(int r, const Block&, const Region& region) { run_body(r, region.body); }
+
   void exec(int r, const Block& b, const Branch& br) {
     RankState& rs = ranks_[r];
     bool taken;
@@ -294,11 +300,22 @@ class ReplayContext final : public P2PLayer {
     RankState& rs = ranks_[r];
     double v = c.amount.eval(rs.frame);
     if (!(v >= 0) || !std::isfinite(v)) throw ReplayError(where(r, b.index) + "compute amount \"" + c.amount.text() + "\" is " + fmt(v));
+    if (c.dist) {  // v is the mean: one draw from the rank's stream, as expand_rank makes it
+      const double cv = c.dist->type == Distribution::Type::EMPIRICAL ? 0.0 : c.dist->cv.eval(rs.frame);
+      if (std::string why = cv_problem(*c.dist, cv); !why.empty())
+        throw ReplayError(where(r, b.index) + "cv \"" + c.dist->cv.text() + "\" = " + fmt(cv) + " " + why);
+      v *= sample_multiplier(*c.dist, cv, rs.rng);
+    }
     double seconds = c.in_flops ? v / rs.host->get_speed() : v;
     const double t0 = now(r);
     rs.ahead += seconds;  // slept later, merged with what follows until the rank next interacts
     rs.times.compute_s += seconds;
     phase_[block_phase_[b.index]].compute_s += seconds;
+    rank_phase_[static_cast<std::size_t>(r) * phase_.size() + static_cast<std::size_t>(block_phase_[b.index])] += seconds;
+    {
+      double& end = phase_[block_phase_[b.index]].end_s;
+      end = std::max(end, now(r) + rs.ahead);
+    }
     record(r, b.index, "compute", t0);
   }
 
@@ -684,6 +701,8 @@ class ReplayContext final : public P2PLayer {
     results::PhaseTotals& ph = phase_[block_phase_[block]];
     ph.comm_s += comm;
     ph.wait_s += s.wait;
+    rank_phase_[static_cast<std::size_t>(r) * phase_.size() + static_cast<std::size_t>(block_phase_[block])] += total;
+    ph.end_s = std::max(ph.end_s, now(r));
     record(r, block, kind, t0);
   }
 
@@ -723,6 +742,7 @@ class ReplayContext final : public P2PLayer {
   std::vector<double> block_time_;
   std::vector<double> block_bytes_;
   std::vector<results::PhaseTotals> phase_;
+  std::vector<double> rank_phase_;  // rank * phases + phase: time of each rank in each phase
   std::vector<int> block_phase_;
   std::vector<TimelineRow> timeline_;
   bool timeline_truncated_ = false;

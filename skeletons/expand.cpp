@@ -1,10 +1,12 @@
 #include "skeletons/expand.hpp"
 
+#include "skeletons/distribution.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/rank_rng.hpp"
 #include "skeletons/skeleton_io.hpp"
 
 #include <cmath>
+#include <sstream>
 
 namespace mksim::skeletons {
 
@@ -43,6 +45,8 @@ struct Expander {
     }
   }
 
+  void exec(int, const Region& r) { body(r.body); }
+
   void exec(int, const Branch& br) {
     const bool taken = br.condition ? br.condition->eval(frame) != 0 : rng.uniform() < br.probability.eval(frame);
     body(taken ? br.then_body : br.else_body);
@@ -53,6 +57,15 @@ struct Expander {
     op.kind = ExpandedOp::Kind::COMPUTE;
     op.amount = c.amount.eval(frame);
     op.in_flops = c.in_flops;
+    if (c.dist) {  // the same draw, at the same point of the rank's stream, as the replay engine's
+      const double cv = c.dist->type == Distribution::Type::EMPIRICAL ? 0.0 : c.dist->cv.eval(frame);
+      if (std::string why = cv_problem(*c.dist, cv); !why.empty()) {
+        std::ostringstream value;
+        value << cv;
+        fail(block, "cv \"" + c.dist->cv.text() + "\" = " + value.str() + " " + why);
+      }
+      op.amount *= sample_multiplier(*c.dist, cv, rng);
+    }
     push(op, block);
   }
 

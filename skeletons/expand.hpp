@@ -1,7 +1,8 @@
 // Expanding a skeleton into the sequence of operations one rank performs at a given P, without
 // simulating: what the skeleton says the program does, to compare with a real trace (hold-out checks
 // of the builder) or to list for a user. Same semantics as the replay engine's interpreter (loops
-// floored, branches by condition or by the rank's seeded SplitMix64 draws).
+// floored, branches by condition or by the rank's seeded SplitMix64 draws, compute amounts with a `dist`
+// drawn from the same stream, regions run in place).
 #pragma once
 
 #include "skeletons/skeleton.hpp"
@@ -21,7 +22,7 @@ struct ExpandedOp {
   int tag = 0;                  ///< p2p: -2 for any tag
   double size_bytes = 0;        ///< p2p and collectives
   int root = -1;                ///< rooted collectives
-  double amount = 0;            ///< compute: seconds or flops
+  double amount = 0;            ///< compute: seconds or flops (the draw, for a compute with a `dist`)
   bool in_flops = false;        ///< compute
   int block = -1;               ///< Block::index of the op
 };

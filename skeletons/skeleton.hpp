@@ -1,4 +1,4 @@
-// The skeleton: a scale-independent description of an MPI program, as typed values (format v1).
+// The skeleton: a scale-independent description of an MPI program, as typed values (format v1 and v2).
 #pragma once
 
 #include "skeletons/expr.hpp"
@@ -30,10 +30,22 @@ struct Branch {
   Body else_body;
 };
 
+/** @brief How a compute amount varies around its mean (format v2 `dist`): each execution multiplies the
+ *  mean by a draw from the rank's seeded stream; every type has mean 1 (normal: up to its truncation). */
+struct Distribution {
+  enum class Type : std::uint8_t { NORMAL, LOGNORMAL, UNIFORM, EMPIRICAL };
+  /** @brief Number of quantiles of an empirical distribution: p = 0, 0.1, ..., 1. */
+  static constexpr std::size_t QUANTILES = 11;
+  Type type = Type::NORMAL;
+  Expr cv;                         ///< NORMAL, LOGNORMAL, UNIFORM: coefficient of variation (stddev / mean)
+  std::vector<double> quantiles;   ///< EMPIRICAL: multipliers at p = 0, 0.1, ..., 1, non-decreasing, mean 1
+};
+
 /** @brief `compute`: local work, given in seconds or in flops (divided by the host's speed). */
 struct Compute {
-  Expr amount;
+  Expr amount;                       ///< the mean amount when `dist` is set
   bool in_flops = false;
+  std::optional<Distribution> dist;  ///< format v2: how the amount varies between executions
 };
 
 /** @brief Point-to-point kinds, MPI semantics (blocking or not). */
@@ -68,16 +80,23 @@ struct Collective {
   Expr size_bytes;
 };
 
+/** @brief `region` (format v2): a named sequence of blocks, the ROUTINE node of MK's parse tree (a routine
+ *  or phase the program marked with mktrace.h); runs its body once, reported as one block. */
+struct Region {
+  std::string name;
+  Body body;
+};
+
 /** @brief One node of a program tree. */
 struct Block {
   int index = 0;          ///< position in Skeleton::blocks (stable, skeleton order)
-  std::variant<Loop, Branch, Compute, P2P, Wait, WaitAll, Collective> op;
+  std::variant<Loop, Branch, Compute, P2P, Wait, WaitAll, Collective, Region> op;
 };
 
 /** @brief Static facts about a block, for reports: its id, its kind, its phase, its place in the file. */
 struct BlockInfo {
   std::string id;     ///< explicit "id" or the JSON pointer of the block
-  std::string op;     ///< "loop", "send", ...
+  std::string op;     ///< "loop", "region", "send", ...
   std::string phase;  ///< explicit or inherited "phase", "" when none
 };
 
@@ -122,6 +141,7 @@ struct Skeleton {
   static constexpr int SLOT_RANK = 1;
 
   std::string file;  ///< where it was read from ("" if from a string)
+  int version = 1;   ///< format version of the file (1 or 2)
   std::string name;
   std::string description;
   std::vector<Param> params;    ///< in file order

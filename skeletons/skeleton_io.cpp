@@ -1,6 +1,7 @@
-// JSON (format v1) to typed skeleton, strict: unknown fields, wrong types and bad expressions are errors.
+// JSON (format v1 and v2) to typed skeleton, strict: unknown fields, wrong types and bad expressions are errors.
 #include "skeletons/skeleton_io.hpp"
 
+#include "skeletons/distribution.hpp"
 #include "skeletons/error.hpp"
 
 #include <nlohmann/json.hpp>
@@ -70,8 +71,10 @@ class Reader {
                        "phases", "provenance", "doc"});
     if (!root.contains("format") || root["format"] != "mksim-skeleton")
       fail("/format", "must be \"mksim-skeleton\"");
-    if (!root.contains("version") || !root["version"].is_number_integer() || root["version"] != 1)
-      fail("/version", "this mksim reads skeleton format version 1");
+    if (!root.contains("version") || !root["version"].is_number_integer() ||
+        (root["version"] != 1 && root["version"] != 2))
+      fail("/version", "this mksim reads skeleton format versions 1 and 2");
+    sk_.version = root["version"].get<int>();
     sk_.name = opt_string(root, "name", "");
     sk_.description = opt_string(root, "description", "");
 
@@ -227,6 +230,53 @@ class Reader {
       sk_.defines.push_back(std::move(d));
     }
   }
+  /** @brief A feature of format v2 used in a file that says version 1 is an error at `at`. */
+  void need_version2(const std::string& at, const std::string& what) const {
+    if (sk_.version < 2) fail(at, what + " needs version 2 (this file says \"version\": 1)");
+  }
+  Distribution read_dist(const Json& j, const std::string& at) const {
+    expect_object(j, at);
+    if (!j.contains("type") || !j["type"].is_string())
+      fail(at, "a distribution needs \"type\": \"normal\", \"lognormal\", \"uniform\" or \"empirical\"");
+    const std::string type = j["type"].get<std::string>();
+    Distribution d;
+    if (type == "empirical") {
+      d.type = Distribution::Type::EMPIRICAL;
+      allowed(j, at, {"type", "quantiles"}, "for an empirical distribution");
+      if (!j.contains("quantiles")) fail(at, "an empirical distribution needs \"quantiles\"");
+      const Json& q = j["quantiles"];
+      if (!q.is_array() || q.size() != Distribution::QUANTILES)
+        fail(at + "/quantiles", "must be an array of 11 numbers (multipliers of the mean at p = 0, 0.1, ..., 1)");
+      for (std::size_t i = 0; i < q.size(); ++i) {
+        const std::string qi = at + "/quantiles/" + std::to_string(i);
+        if (!q[i].is_number()) fail(qi, "must be a number, got " + q[i].dump());
+        const double v = q[i].get<double>();
+        if (!(v >= 0) || !std::isfinite(v)) fail(qi, "a quantile is a finite multiplier >= 0, got " + q[i].dump());
+        if (!d.quantiles.empty() && v < d.quantiles.back())
+          fail(qi, "quantiles must not decrease (" + q[i].dump() + " after " + q[i - 1].dump() + ")");
+        d.quantiles.push_back(v);
+      }
+      // The block's amount is the mean: the quantiles are rescaled so that their distribution has mean 1.
+      const double mean = empirical_mean(d.quantiles);
+      if (!(mean > 0) || !std::isfinite(mean)) fail(at + "/quantiles", "the distribution's mean is not positive and finite (all quantiles 0, or too large)");
+      for (double& v : d.quantiles) v /= mean;
+    } else if (type == "normal" || type == "lognormal" || type == "uniform") {
+      d.type = type == "normal" ? Distribution::Type::NORMAL
+               : type == "lognormal" ? Distribution::Type::LOGNORMAL : Distribution::Type::UNIFORM;
+      allowed(j, at, {"type", "cv"}, "for a " + type + " distribution");
+      if (!j.contains("cv")) fail(at, "a " + type + " distribution needs \"cv\" (coefficient of variation)");
+      d.cv = expr(j["cv"], at + "/cv");
+      if (d.cv.is_constant()) {
+        const double cv = d.cv.eval(std::span<const double>());
+        std::ostringstream shown;
+        shown << cv;
+        if (std::string why = cv_problem(d, cv); !why.empty()) fail(at + "/cv", "cv = " + shown.str() + " " + why);
+      }
+    } else {
+      fail(at + "/type", "unknown distribution type \"" + type + "\" (known: normal, lognormal, uniform, empirical)");
+    }
+    return d;
+  }
   int request_slot(const Json& j, const std::string& at) {
     if (!j.is_string() || j.get<std::string>().empty()) fail(at, "a request name is a non-empty string");
     std::string n = j.get<std::string>();
@@ -266,7 +316,16 @@ class Reader {
       return j[key];
     };
 
-    if (op == "loop") {
+    if (op == "region") {
+      need_version2(at + "/op", "op \"region\"");
+      check_keys(common({"name", "body"}));
+      Region r;
+      const Json& name = need("name");
+      if (!name.is_string() || name.get<std::string>().empty()) fail(at + "/name", "a region's name is a non-empty string");
+      r.name = name.get<std::string>();
+      r.body = read_body(need("body"), at + "/body", phase);
+      b.op = std::move(r);
+    } else if (op == "loop") {
       check_keys(common({"count", "var", "body"}));
       Loop l;
       l.count = expr(need("count"), at + "/count");
@@ -295,11 +354,15 @@ class Reader {
       if (j.contains("else")) br.else_body = read_body(j["else"], at + "/else", phase);
       b.op = std::move(br);
     } else if (op == "compute") {
-      check_keys(common({"seconds", "flops"}));
+      check_keys(common({"seconds", "flops", "dist"}));
       if (j.contains("seconds") == j.contains("flops")) fail(at, "op \"compute\" needs exactly one of \"seconds\" or \"flops\"");
       Compute c;
       c.in_flops = j.contains("flops");
       c.amount = expr(c.in_flops ? j["flops"] : j["seconds"], at + (c.in_flops ? "/flops" : "/seconds"));
+      if (j.contains("dist")) {
+        need_version2(at + "/dist", "\"dist\" on a compute block");
+        c.dist = read_dist(j["dist"], at + "/dist");
+      }
       b.op = std::move(c);
     } else if (op == "send" || op == "recv" || op == "isend" || op == "irecv") {
       bool nonblocking = op[0] == 'i';
@@ -339,8 +402,8 @@ class Reader {
         if (op == name) kind = &k;
       if (!kind)
         fail(at + "/op", "unknown op \"" + op +
-                             "\" (known: loop, if, compute, send, recv, isend, irecv, wait, waitall, barrier, bcast, "
-                             "reduce, allreduce, gather, scatter, allgather, alltoall)");
+                             "\" (known: loop, if, region, compute, send, recv, isend, irecv, wait, waitall, barrier, "
+                             "bcast, reduce, allreduce, gather, scatter, allgather, alltoall)");
       Collective c;
       c.kind = *kind;
       bool rooted = c.kind == CollectiveKind::BCAST || c.kind == CollectiveKind::REDUCE ||
@@ -476,9 +539,16 @@ void check_body(const Skeleton& sk, const Body& body, std::vector<double>& frame
               check_body(sk, op.then_body, frame, P, rank);
               check_body(sk, op.else_body, frame, P, rank);
             }
+          } else if constexpr (std::is_same_v<T, Region>) {
+            check_body(sk, op.body, frame, P, rank);
           } else if constexpr (std::is_same_v<T, Compute>) {
             double v = op.amount.eval(frame);
             if (!(v >= 0) || !std::isfinite(v)) bad(b, "compute amount \"" + op.amount.text() + "\" = " + fmt(v) + " is negative or not finite");
+            if (op.dist && op.dist->type != Distribution::Type::EMPIRICAL) {
+              const double cv = op.dist->cv.eval(frame);
+              if (std::string why = cv_problem(*op.dist, cv); !why.empty())
+                bad(b, "cv \"" + op.dist->cv.text() + "\" = " + fmt(cv) + " " + why);
+            }
           } else if constexpr (std::is_same_v<T, P2P>) {
             if (!op.any_source) check_rank(b, op.peer, op.kind == P2PKind::SEND || op.kind == P2PKind::ISEND ? "destination" : "source");
             if (!op.any_tag) {

@@ -1,4 +1,4 @@
-// Reading skeleton files (JSON, format v1) into typed values, and binding them to P and parameters.
+// Reading skeleton files (JSON, format v1 and v2) into typed values, and binding them to P and parameters.
 #pragma once
 
 #include "skeletons/skeleton.hpp"

@@ -176,3 +176,19 @@ TEST(Cli, PlatformGeneratorWritesLoadableFile) {
   EXPECT_EQ(sim.code, 0) << sim.err;
   EXPECT_EQ(cli({"platform", "--machine", "cm5", "--nodes", "64", "-o", out.string()}).code, 2);
 }
+
+TEST(Cli, MkskelShowPrintsRegionsAndDistributions) {
+  fs::path skel = tmpdir() / "v2.json";
+  std::ofstream(skel) << R"({"format":"mksim-skeleton","version":2,"name":"v2","body":[
+    {"op":"region","name":"solve","body":[{"op":"loop","count":3,"body":[
+      {"op":"compute","seconds":0.001,"dist":{"type":"lognormal","cv":"0.2"}},
+      {"op":"compute","seconds":0.002,"dist":{"type":"empirical","quantiles":[0.5,0.6,0.7,0.8,0.9,1,1.1,1.2,1.3,1.4,1.5]}}]}]}]})";
+  std::ostringstream out, err;
+  ASSERT_EQ(mksim::sim::run_mkskel({"show", skel.string()}, out, err), 0) << err.str();
+  const std::string text = out.str();
+  EXPECT_NE(text.find("  region name=solve\n    loop count=3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("compute seconds=0.001 dist=lognormal(cv 0.2)"), std::string::npos) << text;
+  EXPECT_NE(text.find("compute seconds=0.002 dist=empirical(min 0.5, median 1, max 1.5 x mean)"), std::string::npos) << text;
+  CliRun check = cli({"check", "--skeleton", skel.string(), "--P", "4"});
+  EXPECT_EQ(check.code, 0) << check.err;
+}

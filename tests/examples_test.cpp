@@ -1,5 +1,5 @@
 // The bundled example skeletons load and pass check_for_run at the scales they support, and the JSON
-// Schema of format v1 agrees with the strict reader (same ops, same required and allowed fields).
+// Schemas of formats v1 and v2 agree with the strict reader (same ops, same required and allowed fields).
 #include "skeletons/error.hpp"
 #include "skeletons/skeleton_io.hpp"
 
@@ -26,6 +26,7 @@ namespace sk = mksim::skeletons;
 const std::string kRoot = MKSIM_SOURCE_DIR;
 const std::string kExamples = kRoot + "/skeletons/examples";
 const std::string kSchema = kRoot + "/skeletons/schema/skeleton-v1.schema.json";
+const std::string kSchemaV2 = kRoot + "/skeletons/schema/skeleton-v2.schema.json";
 
 /** @brief An example and the rank counts it supports among the ones we test. */
 struct Example {
@@ -38,13 +39,19 @@ const std::vector<int> kScales = {4, 8, 16, 64, 128};
 // Every bundled example; atm2d needs a power of two, pge2 an even P, master_worker P >= 2.
 const std::vector<Example> kAll = {
     {"atm2d.json", kScales}, {"pge1.json", kScales}, {"pge2.json", kScales},
-    {"cg.json", kScales},    {"master_worker.json", kScales},
+    {"cg.json", kScales},    {"master_worker.json", kScales}, {"atm1d.json", kScales},
 };
 
 // The ops skeleton_io.cpp accepts (format v1).
 const std::vector<std::string> kReaderOps = {"loop",   "if",     "compute", "send",      "recv",      "isend",
                                              "irecv",  "wait",   "waitall", "barrier",   "bcast",     "reduce",
                                              "allreduce", "gather", "scatter", "allgather", "alltoall"};
+// Format v2 adds one.
+const std::vector<std::string> kReaderOpsV2 = [] {
+  std::vector<std::string> ops = kReaderOps;
+  ops.push_back("region");
+  return ops;
+}();
 
 json read_json(const std::string& path) {
   std::ifstream in(path);
@@ -57,14 +64,14 @@ void check_at(const sk::Skeleton& s, int P) {
   sk::check_for_run(s, frame, P);
 }
 
-std::string doc_with_body(const json& body) {
-  json d = {{"format", "mksim-skeleton"}, {"version", 1}, {"body", body}};
+std::string doc_with_body(const json& body, int version = 1) {
+  json d = {{"format", "mksim-skeleton"}, {"version", version}, {"body", body}};
   return d.dump();
 }
 
-bool reader_accepts(const json& body, std::string* why = nullptr) {
+bool reader_accepts(const json& body, std::string* why = nullptr, int version = 1) {
   try {
-    sk::parse_skeleton(doc_with_body(body), "test.json");
+    sk::parse_skeleton(doc_with_body(body, version), "test.json");
     return true;
   } catch (const SkeletonError& e) {
     if (why) *why = e.what();
@@ -80,6 +87,8 @@ json sample_value(const std::string& field) {
   if (field == "req") return "r";
   if (field == "id" || field == "phase" || field == "doc" || field == "provenance" || field == "fit") return "x";
   if (field == "size") return 8;
+  if (field == "name") return "solve";
+  if (field == "dist") return {{"type", "normal"}, {"cv", 0.1}};
   return 1;  // count, cond, seconds, flops, peer, tag, root
 }
 
@@ -121,6 +130,8 @@ TEST(Examples, CheckForRunAtSupportedScales) {
 TEST(Examples, PipelinesRunAtSmallAndOddScales) {
   sk::Skeleton pge1 = sk::load_skeleton(kExamples + "/pge1.json");
   for (int P : {1, 2, 3, 5, 7, 100}) EXPECT_NO_THROW(check_at(pge1, P)) << "pge1 at P=" << P;
+  sk::Skeleton atm1d = sk::load_skeleton(kExamples + "/atm1d.json");
+  for (int P : {1, 2, 3, 5, 7, 100, 1024}) EXPECT_NO_THROW(check_at(atm1d, P)) << "atm1d at P=" << P;
   sk::Skeleton cg = sk::load_skeleton(kExamples + "/cg.json");
   for (int P : {1, 2, 3, 5, 7, 100, 1024}) EXPECT_NO_THROW(check_at(cg, P)) << "cg at P=" << P;
   sk::Skeleton mw = sk::load_skeleton(kExamples + "/master_worker.json");
@@ -163,9 +174,13 @@ TEST(Examples, SchemaIsValidJsonAndListsTheReadersOps) {
   EXPECT_FALSE(reader_accepts(json::array({{{"op", "frobnicate"}}})));
 }
 
-TEST(Examples, SchemaFieldsMatchTheReader) {
-  const json defs = read_json(kSchema).at("$defs");
-  for (const auto& op : kReaderOps) {
+// Each op's fields in the schema of `version` against the reader reading that version.
+void check_schema_fields(const std::string& schema, int version, const std::vector<std::string>& reader_ops) {
+  const json defs = read_json(schema).at("$defs");
+  auto reader_accepts = [version](const json& body, std::string* why = nullptr) {
+    return ::reader_accepts(body, why, version);
+  };
+  for (const auto& op : reader_ops) {
     SCOPED_TRACE(op);
     const json& d = defs.at("op_" + op);
     EXPECT_EQ(d.at("additionalProperties"), false);
@@ -227,6 +242,56 @@ TEST(Examples, SchemaFieldsMatchTheReader) {
   }
 }
 
+TEST(Examples, SchemaFieldsMatchTheReader) { check_schema_fields(kSchema, 1, kReaderOps); }
+
+TEST(Examples, SchemaV2FieldsMatchTheReader) { check_schema_fields(kSchemaV2, 2, kReaderOpsV2); }
+
+TEST(Examples, SchemaV2ListsTheReadersOpsAndDistributions) {
+  const json schema = read_json(kSchemaV2);
+  EXPECT_EQ(schema.at("$schema"), "https://json-schema.org/draft/2020-12/schema");
+  const json& defs = schema.at("$defs");
+  std::vector<std::string> ops = defs.at("op").at("enum").get<std::vector<std::string>>();
+  std::vector<std::string> expected = kReaderOpsV2;
+  std::sort(ops.begin(), ops.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(ops, expected);
+  std::set<std::string> refs;
+  for (const auto& r : defs.at("block").at("oneOf")) refs.insert(r.at("$ref").get<std::string>());
+  for (const auto& op : kReaderOpsV2) EXPECT_TRUE(refs.count("#/$defs/op_" + op)) << op;
+  // The distribution types of the schema are the reader's, with the same fields.
+  const json compute = json::array({{{"op", "compute"}, {"seconds", 1}}});
+  auto with_dist = [&](const json& dist) {
+    json body = compute;
+    body[0]["dist"] = dist;
+    return body;
+  };
+  std::set<std::string> types;
+  for (const auto& alt : defs.at("dist").at("oneOf")) {
+    const json& t = alt.at("properties").at("type");
+    std::vector<std::string> names = t.contains("enum") ? t.at("enum").get<std::vector<std::string>>()
+                                                        : std::vector<std::string>{t.at("const").get<std::string>()};
+    EXPECT_EQ(alt.at("additionalProperties"), false);
+    for (const auto& name : names) {
+      types.insert(name);
+      json d = {{"type", name}};
+      for (const auto& f : alt.at("required"))
+        if (f != "type") d[f.get<std::string>()] = f == "quantiles" ? json::array({0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.1, 1.2, 1.3, 1.4, 1.5}) : json(0.1);
+      std::string why;
+      EXPECT_TRUE(reader_accepts(with_dist(d), &why, 2)) << d.dump() << ": " << why;
+      for (const auto& f : alt.at("required")) {
+        json less = d;
+        less.erase(f.get<std::string>());
+        EXPECT_FALSE(reader_accepts(with_dist(less), nullptr, 2)) << less.dump();
+      }
+      json extra = d;
+      extra["bogus"] = 1;
+      EXPECT_FALSE(reader_accepts(with_dist(extra), nullptr, 2)) << extra.dump();
+    }
+  }
+  EXPECT_EQ(types, (std::set<std::string>{"normal", "lognormal", "uniform", "empirical"}));
+  EXPECT_FALSE(reader_accepts(with_dist({{"type", "gamma"}, {"cv", 0.1}}), nullptr, 2));
+}
+
 TEST(Examples, SchemaTopLevelMatchesTheReader) {
   const json schema = read_json(kSchema);
   EXPECT_EQ(schema.at("additionalProperties"), false);
@@ -238,10 +303,22 @@ TEST(Examples, SchemaTopLevelMatchesTheReader) {
   std::set<std::string> group;
   for (const auto& [k, _] : schema.at("properties").at("programs").at("items").at("properties").items()) group.insert(k);
   EXPECT_EQ(group, (std::set<std::string>{"ranks", "body", "doc", "phase"}));
-  // The version is pinned to 1, and the reader rejects any other.
+  // The version is pinned to 1 (2 in the v2 schema, whose top level is otherwise the same), and the reader
+  // reads both and rejects any other; version 1 files cannot use what version 2 adds.
   EXPECT_EQ(schema.at("properties").at("version").at("const"), 1);
+  const json schema2 = read_json(kSchemaV2);
+  EXPECT_EQ(schema2.at("properties").at("version").at("const"), 2);
+  json top2 = schema2.at("properties");
+  top2.erase("version");
+  json top1 = schema.at("properties");
+  top1.erase("version");
+  EXPECT_EQ(top1, top2);
   json v2 = {{"format", "mksim-skeleton"}, {"version", 2}, {"body", json::array()}};
-  EXPECT_THROW(sk::parse_skeleton(v2.dump()), SkeletonError);
+  EXPECT_NO_THROW(sk::parse_skeleton(v2.dump()));
+  json v3 = {{"format", "mksim-skeleton"}, {"version", 3}, {"body", json::array()}};
+  EXPECT_THROW(sk::parse_skeleton(v3.dump()), SkeletonError);
+  EXPECT_FALSE(reader_accepts(json::array({{{"op", "region"}, {"name", "a"}, {"body", json::array()}}})));
+  EXPECT_FALSE(reader_accepts(json::array({{{"op", "compute"}, {"seconds", 1}, {"dist", sample_value("dist")}}})));
   // The reserved names of the schema are the reader's.
   for (const auto& name : schema.at("$defs").at("name").at("not").at("enum")) {
     json d = {{"format", "mksim-skeleton"}, {"version", 1}, {"params", {{name.get<std::string>(), 1}}}, {"body", json::array()}};

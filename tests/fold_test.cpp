@@ -142,4 +142,75 @@ TEST(FoldTest, AnnotatedLoopIterationsFoldDespiteTheirIndex) {
   EXPECT_EQ(loop_at(p.seq, 1).count, 5u) << mksim::skeletons::build::to_text(p.seq);
 }
 
+TEST(FoldTest, RegionsStayWholeWhenTheFirstIterationDiffers) {
+  // begin, a call whose size differs in the first iteration only, end: folding the tail greedily would make
+  // the rotated body (end, begin, call) and cut the region; the body must open and close it
+  Writer w;
+  w.call(Kind::INIT, 1, -1, -1, 0, 0);
+  for (int i = 0; i < 6; ++i) {
+    w.call(Kind::REGION_BEGIN, 30, -1, 0);
+    w.call(Kind::SEND, 31, 1, 0, i == 0 ? 16 : 8);
+    w.call(Kind::REGION_END, 32, -1, 0);
+  }
+  w.call(Kind::FINALIZE, 4);
+  const auto p = fold_rank(w.t);
+  const std::string text = mksim::skeletons::build::to_text(p.seq);
+  const Loop* loop = nullptr;
+  for (const Node& n : p.seq)
+    if (const auto* l = std::get_if<Loop>(&n.op)) loop = l;
+  ASSERT_NE(loop, nullptr) << text;
+  EXPECT_EQ(loop->count, 5u) << text;
+  std::vector<Kind> calls;
+  for (const Node& n : loop->body)
+    if (const auto* c = std::get_if<Call>(&n.op)) calls.push_back(c->kind);
+  EXPECT_EQ(calls, (std::vector<Kind>{Kind::REGION_BEGIN, Kind::SEND, Kind::REGION_END})) << text;
+}
+
+TEST(FoldTest, ComputeKeepsTheFirstDurationApartAndABoundedSketchOfTheRest) {
+  auto make = [](int iterations) {
+    Writer w;
+    w.call(Kind::INIT, 1, -1, -1, 0, 0);
+    for (int i = 0; i < iterations; ++i)  // 5 ms the first time (a warm-up), then 1, 2, ..., 10 ms in turn
+      w.call(Kind::BARRIER, 2, -1, -1, 0, i == 0 ? 5e-3 : 1e-3 * (1 + (i - 1) % 10));
+    return fold_rank(w.t);
+  };
+  for (int iterations : {11, 10001}) {
+    const auto p = make(iterations);
+    ASSERT_EQ(p.seq.size(), 2u) << mksim::skeletons::build::to_text(p.seq);
+    const auto& gap = std::get<Compute>(loop_at(p.seq, 1).body[0].op);
+    EXPECT_EQ(gap.seconds.n, static_cast<std::uint64_t>(iterations));
+    EXPECT_NEAR(gap.first, 5e-3, 1e-12);
+    EXPECT_EQ(gap.rest.n, static_cast<std::uint64_t>(iterations - 1));
+    EXPECT_NEAR(gap.rest.min, 1e-3, 1e-12);
+    EXPECT_NEAR(gap.rest.max, 10e-3, 1e-12);
+    EXPECT_EQ(gap.rest_sketch.count(), static_cast<std::uint64_t>(iterations - 1));
+    std::vector<std::pair<double, double>> w;
+    for (const auto& [v, n] : gap.rest_sketch.weighted()) w.emplace_back(v, static_cast<double>(n));
+    // exact for 10 values (the order statistics), within a step of the uniform 1..10 ms for 10,000
+    const double tolerance = iterations == 11 ? 1e-12 : 1.01e-3;
+    EXPECT_NEAR(mksim::skeletons::build::weighted_quantile(w, 0), 1e-3, tolerance);
+    EXPECT_NEAR(mksim::skeletons::build::weighted_quantile(w, 0.5), 5.5e-3, tolerance);
+    EXPECT_NEAR(mksim::skeletons::build::weighted_quantile(w, 1), 10e-3, tolerance);
+    EXPECT_LE(w.size(), 64u * 16u);  // a few levels of at most 64 values, not 10,000
+  }
+}
+
+TEST(FoldTest, QuantileSketchIsDeterministicAndMergesExactly) {
+  mksim::skeletons::build::QuantileSketch a, b, c;
+  for (int i = 0; i < 1000; ++i) {
+    a.add(i);
+    (i < 400 ? b : c).add(i);
+  }
+  b.merge(c);
+  EXPECT_EQ(b.count(), 1000u);
+  mksim::skeletons::build::QuantileSketch again;
+  for (int i = 0; i < 1000; ++i) again.add(i);
+  EXPECT_EQ(a.weighted(), again.weighted());  // the same input gives the same summary
+  for (const auto* s : {&a, &b}) {
+    std::vector<std::pair<double, double>> w;
+    for (const auto& [v, n] : s->weighted()) w.emplace_back(v, static_cast<double>(n));
+    for (double p : {0.1, 0.25, 0.5, 0.75, 0.9}) EXPECT_NEAR(mksim::skeletons::build::weighted_quantile(w, p), p * 999, 30) << p;
+  }
+}
+
 }  // namespace

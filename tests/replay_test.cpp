@@ -2,13 +2,19 @@
 // (CM02 model, no contention). Each TEST runs in its own process: one SimGrid engine each.
 #include "sim/replay.hpp"
 #include "skeletons/error.hpp"
+#include "skeletons/expand.hpp"
 #include "skeletons/skeleton_io.hpp"
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 using namespace mksim;
 using namespace mksim::sim;
@@ -251,4 +257,138 @@ TEST(Replay, RecordsConfigurationAndInputs) {
   EXPECT_EQ(a["P"], "2");
   EXPECT_EQ(a["skeleton.hash"].size(), 16u);
   EXPECT_TRUE(std::is_sorted(res.attributes.begin(), res.attributes.end()));
+}
+
+// ---- format v2: regions and compute distributions ----
+
+namespace {
+
+skeletons::Skeleton sk2(const std::string& body) {
+  return skeletons::parse_skeleton(R"J({"format":"mksim-skeleton","version":2,"name":"t",)J" + body, "t.json");
+}
+
+// A loop whose compute draws from a distribution, interleaved with probabilistic branches (both draw from
+// the rank's one stream), inside a region.
+const char* SAMPLED = R"J("params":{"R":300},"body":[{"op":"region","id":"solve","name":"solve","body":[
+  {"op":"loop","id":"steps","count":"R","body":[
+    {"op":"if","prob":0.3,"then":[{"op":"compute","id":"extra","seconds":1e-4}]},
+    {"op":"compute","id":"work","seconds":"1e-3 * (1 + rank)","dist":{"type":"empirical",
+     "quantiles":[0.4,0.6,0.7,0.8,0.9,1.0,1.1,1.2,1.3,1.5,2.5]}}]}]}]})J";
+
+// Runs a replay in a child process (one simulation per process) and returns each rank's finish time and
+// compute time, as text with every digit.
+std::string replay_in_child(const skeletons::Skeleton& s, int P, std::uint64_t seed) {
+  int fd[2];
+  if (pipe(fd) != 0) return "pipe failed";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    std::ostringstream o;
+    o.precision(17);
+    try {
+      const auto res = run(s, P, {}, 0, seed);
+      for (const auto& r : res.ranks) o << r.finish_s << " " << r.compute_s << "\n";
+    } catch (const std::exception& e) {
+      o << "error: " << e.what();
+    }
+    const std::string text = o.str();
+    if (write(fd[1], text.data(), text.size()) < 0) _exit(1);
+    _exit(0);
+  }
+  close(fd[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  close(fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return text;
+}
+
+}  // namespace
+
+TEST(ReplayV2, RegionsAreReportedPerBlockWithTheirBodysTime) {
+  auto s = sk2(R"J("body":[{"op":"region","id":"solve","name":"solve","phase":"s","body":[
+      {"op":"loop","id":"steps","count":3,"body":[{"op":"compute","id":"work","seconds":1e-3}]},
+      {"op":"allreduce","id":"sum","size":8}]}]})J");
+  auto res = run(s, 4);
+  std::map<std::string, results::BlockTotals> by_id;
+  for (const auto& b : res.blocks) by_id[b.id] = b;
+  ASSERT_TRUE(by_id.count("solve"));
+  const auto& region = by_id["solve"];
+  EXPECT_EQ(region.op, "region");
+  EXPECT_EQ(region.phase, "s");
+  EXPECT_EQ(region.executions, 4u);  // once per rank
+  EXPECT_NEAR(by_id["steps"].time_s, 4 * 3e-3, 1e-12);
+  EXPECT_NEAR(region.time_s, by_id["steps"].time_s + by_id["sum"].time_s, 1e-12);  // like a loop: its body's time
+  EXPECT_GT(by_id["sum"].time_s, 0);
+  // the region contains others and spends no time itself: phase totals count the leaves once
+  ASSERT_EQ(res.phases.size(), 1u);
+  EXPECT_EQ(res.phases[0].phase, "s");
+  EXPECT_NEAR(res.phases[0].compute_s, 4 * 3e-3, 1e-12);
+}
+
+TEST(ReplayV2, SampledComputeIsWhatExpansionDraws) {
+  auto s = sk2(SAMPLED);
+  const std::uint64_t seed = 11;
+  const int P = 3;
+  auto path = std::filesystem::temp_directory_path() / ("mksim_tl_v2_" + std::to_string(::getpid()) + ".csv");
+  auto res = run(s, P, {}, 0, seed, path.string());
+  // the timeline's compute rows of each rank, in order, against expand_rank's compute amounts
+  std::map<int, std::vector<double>> replayed;
+  std::ifstream f(path);
+  std::string line;
+  std::getline(f, line);
+  while (std::getline(f, line)) {
+    std::stringstream row(line);
+    std::string rank, start, end, kind;
+    std::getline(row, rank, ',');
+    std::getline(row, start, ',');
+    std::getline(row, end, ',');
+    std::getline(row, kind, ',');
+    if (kind == "compute") replayed[std::stoi(rank)].push_back(std::stod(end) - std::stod(start));
+  }
+  std::filesystem::remove(path);
+  const auto frame = skeletons::bind_parameters(s, P, {});
+  for (int r = 0; r < P; ++r) {
+    std::vector<double> expanded;
+    double total = 0;
+    for (const auto& op : skeletons::expand_rank(s, frame, r, seed))
+      if (op.kind == skeletons::ExpandedOp::Kind::COMPUTE) {
+        expanded.push_back(op.amount);
+        total += op.amount;
+      }
+    ASSERT_EQ(replayed[r].size(), expanded.size()) << "rank " << r;
+    for (std::size_t i = 0; i < expanded.size(); ++i)
+      ASSERT_NEAR(replayed[r][i], expanded[i], 2e-9) << "rank " << r << " compute " << i;  // the CSV has 9 decimals
+    EXPECT_NEAR(res.ranks[static_cast<std::size_t>(r)].compute_s, total, 1e-12 * total) << "rank " << r;
+  }
+}
+
+TEST(ReplayV2, SampledComputeKeepsItsMeanAndIsReproducible) {
+  auto s = sk2(SAMPLED);
+  const int P = 4, R = 300;
+  const std::string a = replay_in_child(s, P, 5), b = replay_in_child(s, P, 5), c = replay_in_child(s, P, 6);
+  ASSERT_EQ(a.find("error"), std::string::npos) << a;
+  EXPECT_EQ(a, b);  // same seed, same times, to the last digit
+  EXPECT_NE(a, c);
+  // Each rank's compute: R draws of work (mean 1 ms * (1 + rank), the quantiles' sd 0.417 of it) and
+  // Binomial(R, 0.3) times 0.1 ms. The total over ranks must be within 5 standard errors of its mean.
+  const std::vector<double> q = {0.4, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.5, 2.5};
+  double m = 0, m2 = 0;  // mean and second moment of the piecewise-linear distribution
+  for (std::size_t i = 0; i + 1 < q.size(); ++i) {
+    m += 0.05 * (q[i] + q[i + 1]);
+    m2 += 0.1 * (q[i] * q[i] + q[i] * q[i + 1] + q[i + 1] * q[i + 1]) / 3;
+  }
+  const double sd = std::sqrt(m2 - m * m) / m;  // relative to the mean (the reader rescales to mean 1)
+  double expected = 0, variance = 0, got = 0;
+  for (int r = 0; r < P; ++r) {
+    const double w = 1e-3 * (1 + r);
+    expected += R * w + R * 0.3 * 1e-4;
+    variance += R * (w * sd) * (w * sd) + R * 0.3 * 0.7 * 1e-4 * 1e-4;
+  }
+  std::istringstream in(a);
+  double finish = 0, compute = 0;
+  while (in >> finish >> compute) got += compute;
+  EXPECT_NEAR(got, expected, 5 * std::sqrt(variance));
 }

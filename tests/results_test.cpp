@@ -87,7 +87,7 @@ RunResult populated() {
   r.blocks = {{"/blocks/0", "compute", "", 4, 2.0, 0.0},
               {"halo-é", "send", "solve", 400, 0.75, 1.5e9},
               {"/blocks/2", "allreduce", "solve ✓", 4, 0.125, 32.0}};
-  r.phases = {{"", 1.0, 0.0, 0.5}, {"solve", 0.5, 0.75, 0.1}, {"solve ✓", 0.0, 0.125, 0.0}};
+  r.phases = {{"", 1.0, 0.0, 0.5, 0.4, 2.0}, {"solve", 0.5, 0.75, 0.1, 0.3, 1.5}, {"solve ✓", 0.0, 0.125, 0.0, 0.125, 0.25}};
   return r;
 }
 
@@ -100,7 +100,7 @@ void expect_equal(const RunResult& a, const RunResult& b) {
     return std::tie(x.finish_s, x.compute_s, x.comm_s, x.wait_s, x.messages_sent, x.bytes_sent);
   };
   const auto block = [](const BlockTotals& x) { return std::tie(x.id, x.op, x.phase, x.executions, x.time_s, x.bytes); };
-  const auto phase = [](const PhaseTotals& x) { return std::tie(x.phase, x.compute_s, x.comm_s, x.wait_s); };
+  const auto phase = [](const PhaseTotals& x) { return std::tie(x.phase, x.compute_s, x.comm_s, x.wait_s, x.critical_rank_s, x.end_s); };
   ASSERT_EQ(a.ranks.size(), b.ranks.size());
   for (std::size_t i = 0; i < a.ranks.size(); ++i) EXPECT_TRUE(rank(a.ranks[i]) == rank(b.ranks[i])) << "rank " << i;
   ASSERT_EQ(a.blocks.size(), b.blocks.size());

@@ -1,4 +1,5 @@
 // Skeleton reader: valid files load into the right tree; every kind of bad input names file and place.
+#include "skeletons/distribution.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/skeleton_io.hpp"
 
@@ -10,6 +11,10 @@ namespace {
 
 std::string wrap(const std::string& body, const std::string& extra = "") {
   return R"({"format":"mksim-skeleton","version":1,"name":"t",)" + extra + R"("body":)" + body + "}";
+}
+
+std::string wrap2(const std::string& body) {
+  return R"({"format":"mksim-skeleton","version":2,"name":"t","params":{"N":4},"body":)" + body + "}";
 }
 
 std::string error_of(const std::string& text) {
@@ -76,7 +81,7 @@ TEST(Skeleton, BadInputsNameFileAndPlace) {
   EXPECT_NE(error_of(wrap(R"([{"op":"send","size":8}])")).find("needs \"peer\""), std::string::npos);
   EXPECT_NE(error_of(wrap(R"([{"op":"wait","req":"r9"}])")).find("r9"), std::string::npos);
   EXPECT_NE(error_of(wrap("[]", R"("extra":1,)")).find("/extra: unknown field"), std::string::npos);
-  EXPECT_NE(error_of(R"({"format":"mksim-skeleton","version":2,"body":[]})").find("/version"), std::string::npos);
+  EXPECT_NE(error_of(R"({"format":"mksim-skeleton","version":3,"body":[]})").find("/version"), std::string::npos);
   EXPECT_NE(error_of(wrap("[]", R"("params":{"rank":1},)")).find("reserved"), std::string::npos);
   EXPECT_NE(error_of(wrap(R"([{"op":"loop","count":2,"var":"i","body":[{"op":"loop","count":2,"var":"i","body":[]}]}])"))
                 .find("enclosing loop"),
@@ -189,3 +194,95 @@ TEST(Skeleton, PhasesAreReadWithTheirExpressionsAndChecked) {
 }
 
 }  // namespace
+
+// ---- format version 2: regions and compute distributions ----
+
+TEST(SkeletonV2, RegionsAndDistributionsAreRead) {
+  Skeleton sk = parse_skeleton(wrap2(R"([{"op":"region","name":"solve","id":"solve","phase":"s","body":[
+      {"op":"loop","count":3,"body":[{"op":"compute","seconds":"N","dist":{"type":"lognormal","cv":"0.1 * N"}}]},
+      {"op":"compute","flops":1e6,"dist":{"type":"empirical","quantiles":[0,1,1,1,1,1,1,1,1,1,2]}}]}])"),
+                               "t.json");
+  EXPECT_EQ(sk.version, 2);
+  const auto& body = sk.groups.at(0).body;
+  ASSERT_EQ(body.size(), 1u);
+  const auto& region = std::get<Region>(body[0].op);
+  EXPECT_EQ(region.name, "solve");
+  ASSERT_EQ(region.body.size(), 2u);
+  EXPECT_EQ(sk.blocks[0].op, "region");
+  EXPECT_EQ(sk.blocks[0].id, "solve");
+  EXPECT_EQ(sk.blocks[1].phase, "s");  // inherited through the region
+  const auto& loop = std::get<Loop>(region.body[0].op);
+  const auto& lognormal = std::get<Compute>(loop.body[0].op);
+  ASSERT_TRUE(lognormal.dist.has_value());
+  EXPECT_EQ(lognormal.dist->type, Distribution::Type::LOGNORMAL);
+  EXPECT_EQ(lognormal.dist->cv.text(), "0.1 * N");
+  const auto& empirical = std::get<Compute>(region.body[1].op);
+  ASSERT_TRUE(empirical.dist.has_value());
+  EXPECT_EQ(empirical.dist->type, Distribution::Type::EMPIRICAL);
+  // the piecewise-linear distribution of 0,1,...,1,2 has mean 1 already: kept as written
+  EXPECT_EQ(empirical.dist->quantiles, (std::vector<double>{0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2}));
+  EXPECT_NO_THROW(check_for_run(sk, bind_parameters(sk, 4, {}), 4));
+}
+
+TEST(SkeletonV2, EmpiricalQuantilesAreRescaledToMeanOne) {
+  Skeleton sk = parse_skeleton(
+      wrap2(R"([{"op":"compute","seconds":1,"dist":{"type":"empirical","quantiles":[2,2,2,2,2,2,2,2,2,2,4]}}])"));
+  const auto& d = *std::get<Compute>(sk.groups[0].body[0].op).dist;
+  EXPECT_NEAR(empirical_mean(d.quantiles), 1.0, 1e-15);
+  EXPECT_NEAR(d.quantiles.front(), 2 / 2.1, 1e-15);
+  EXPECT_NEAR(d.quantiles.back(), 4 / 2.1, 1e-15);
+}
+
+TEST(SkeletonV2, Version1FilesCannotUseThem) {
+  EXPECT_EQ(error_of(wrap(R"([{"op":"loop","count":2,"body":[{"op":"region","name":"a","body":[]}]}])")),
+            "t.json: /body/0/body/0/op: op \"region\" needs version 2 (this file says \"version\": 1)");
+  EXPECT_EQ(error_of(wrap(R"([{"op":"compute","seconds":1,"dist":{"type":"normal","cv":0.1}}])")),
+            "t.json: /body/0/dist: \"dist\" on a compute block needs version 2 (this file says \"version\": 1)");
+}
+
+TEST(SkeletonV2, BadRegionsAndDistributionsNameTheirPlace) {
+  auto err = [](const std::string& body) { return error_of(wrap2(body)); };
+  EXPECT_NE(err(R"([{"op":"region","body":[]}])").find("/body/0: op \"region\" needs \"name\""), std::string::npos);
+  EXPECT_NE(err(R"([{"op":"region","name":"","body":[]}])").find("/body/0/name: a region's name is a non-empty string"),
+            std::string::npos);
+  EXPECT_NE(err(R"([{"op":"region","name":"a","body":[],"count":2}])").find("/body/0/count: unknown field"), std::string::npos);
+  const std::string c = R"([{"op":"compute","seconds":1,"dist":)";
+  EXPECT_NE(err(c + R"({"type":"gamma","cv":1}}])").find("/body/0/dist/type: unknown distribution type \"gamma\""),
+            std::string::npos);
+  EXPECT_NE(err(c + R"({"cv":1}}])").find("/body/0/dist: a distribution needs \"type\""), std::string::npos);
+  EXPECT_NE(err(c + R"({"type":"normal","cv":-0.1}}])").find("/body/0/dist/cv: cv = -0.1 is not a coefficient of variation"),
+            std::string::npos);
+  EXPECT_NE(err(c + R"({"type":"uniform","cv":0.7}}])").find("/body/0/dist/cv: cv = 0.7 is above 1/sqrt(3)"), std::string::npos);
+  EXPECT_NE(err(c + R"({"type":"normal"}}])").find("needs \"cv\""), std::string::npos);
+  EXPECT_NE(err(c + R"({"type":"normal","cv":"M"}}])").find("/body/0/dist/cv: in expression"), std::string::npos);
+  EXPECT_NE(err(c + R"({"type":"normal","cv":0.1,"quantiles":[]}}])").find("/body/0/dist/quantiles: unknown field"),
+            std::string::npos);
+  EXPECT_NE(err(c + R"({"type":"empirical","cv":0.1}}])").find("/body/0/dist/cv: unknown field"), std::string::npos);
+  EXPECT_NE(err(c + R"({"type":"empirical","quantiles":[1,1,1]}}])").find("/body/0/dist/quantiles: must be an array of 11"),
+            std::string::npos);
+  EXPECT_NE(err(c + R"({"type":"empirical","quantiles":[0,1,1,1,1,0.5,1,1,1,1,2]}}])")
+                .find("/body/0/dist/quantiles/5: quantiles must not decrease (0.5 after 1)"),
+            std::string::npos);
+  EXPECT_NE(err(c + R"({"type":"empirical","quantiles":[-1,1,1,1,1,1,1,1,1,1,2]}}])")
+                .find("/body/0/dist/quantiles/0: a quantile is a finite multiplier >= 0"),
+            std::string::npos);
+  EXPECT_NE(err(c + R"({"type":"empirical","quantiles":[0,0,0,0,0,0,0,0,0,0,0]}}])").find("mean is not positive"),
+            std::string::npos);
+  EXPECT_NE(err(c + R"({"type":"empirical","quantiles":[0,1,1,1,1,"1",1,1,1,1,2]}}])").find("/body/0/dist/quantiles/5: must be a number"),
+            std::string::npos);
+  EXPECT_NE(err(c + R"("normal"}])").find("/body/0/dist: expected an object"), std::string::npos);
+}
+
+TEST(SkeletonV2, CheckForRunEvaluatesCvPerRank) {
+  Skeleton sk = parse_skeleton(wrap2(R"J([{"op":"region","name":"r","body":[
+      {"op":"compute","id":"work","seconds":1,"dist":{"type":"normal","cv":"0.1 * (2 - rank)"}}]}])J"),
+                               "t.json");
+  EXPECT_NO_THROW(check_for_run(sk, bind_parameters(sk, 3, {}), 3));
+  try {
+    check_for_run(sk, bind_parameters(sk, 4, {}), 4);
+    FAIL() << "no error";
+  } catch (const SkeletonError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "t.json: work: at P=4, rank 3: cv \"0.1 * (2 - rank)\" = -0.1 is not a coefficient of variation (finite, >= 0)");
+  }
+}

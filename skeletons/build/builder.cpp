@@ -71,10 +71,11 @@ struct Occ {
 };
 
 struct UNode {
-  enum class Type { CALL, LOOP, TAIL } type = Type::CALL;
+  enum class Type { CALL, LOOP, TAIL, REGION } type = Type::CALL;
   std::uint64_t key = 0;               // CALL: call_key; LOOP/TAIL: 0
-  std::vector<Occ> occ;
-  std::vector<UNode> body;             // LOOP
+  std::vector<Occ> occ;                // REGION: its begin marker's
+  std::vector<UNode> body;             // LOOP, REGION (a REGION's ends with its end marker's TAIL)
+  std::string name;                    // REGION
 };
 
 // A sequence cut into units: each call with the gap before it, each loop with the gap before it, and
@@ -248,14 +249,14 @@ class Builder {
       for (std::size_t m : shapes_[s]) in.seqs.push_back(members_[m].seq);
       inputs.push_back(std::move(in));
     }
-    const std::vector<UNode> program = build_level(inputs);
+    std::vector<UNode> program = build_level(inputs);
+    program = nest_regions(std::move(program), true);
     for (const auto& m : members_) collect_waited(*m.seq);
     if (std::getenv("MKSKEL_DEBUG")) dump(program, 0);
 
     std::vector<bool> everyone(members_.size(), true);
     nlohmann::json sk;
     sk["format"] = "mksim-skeleton";
-    sk["version"] = 1;
     sk["name"] = name();
     sk["description"] = "Built by mkskel from " + std::to_string(runs_.size()) + " traced run(s) of " +
                         command_text() + ".";
@@ -265,6 +266,8 @@ class Builder {
     sk["params"] = params;
     nlohmann::json phases = build_phases();
     sk["body"] = emit_list(program, everyone, "/body");
+    // format v2 only when the skeleton uses it (regions, distributions): others stay readable by v1 readers
+    sk["version"] = uses_v2_ ? 2 : 1;
     if (!phases.empty()) sk["phases"] = phases;
     nlohmann::json prov;
     prov["tool"] = "mkskel";
@@ -304,6 +307,7 @@ class Builder {
   std::map<std::uint64_t, std::string> site_phase_;      // call site -> phase name
   std::string last_request_phase_;                       // phase of the last isend/irecv emitted
   bool fixed_params_ = false;                            // some fit met a parameter that never varied
+  bool uses_v2_ = false;                                 // a region or a compute distribution was written
 
   // The communication phase graph of every run (cpg.hpp), generalised: a phase is the same in two runs
   // when it has the same call points; its depth, width and overlapped computation are regressed over the
@@ -402,7 +406,8 @@ class Builder {
 
   void dump(const std::vector<UNode>& list, int depth) const {
     for (const UNode& u : list) {
-      std::fprintf(stderr, "%*s%s key=%llx shapes:", depth * 2, "", u.type == UNode::Type::CALL ? "call" : u.type == UNode::Type::LOOP ? "loop" : "tail",
+      std::fprintf(stderr, "%*s%s key=%llx shapes:", depth * 2, "",
+                   u.type == UNode::Type::CALL ? "call" : u.type == UNode::Type::LOOP ? "loop" : u.type == UNode::Type::REGION ? "region" : "tail",
                    static_cast<unsigned long long>(u.key));
       for (const Occ& o : u.occ) std::fprintf(stderr, " %zu", o.shape);
       if (u.type == UNode::Type::CALL) std::fprintf(stderr, " %s peer=%d", std::string(trace::kind_name(std::get<Call>(u.occ[0].nodes[0]->op).kind)).c_str(), std::get<Call>(u.occ[0].nodes[0]->op).peer);
@@ -439,6 +444,116 @@ class Builder {
         collect_waited(l->body);
       }
     }
+  }
+
+  static bool is_marker(const UNode& u, Kind kind) {
+    return u.type == UNode::Type::CALL && !u.occ.empty() && std::get<Call>(u.occ.front().nodes.front()->op).kind == kind;
+  }
+
+  // The annotation name of a marker node (the trace's name table of each member), or "" when its members
+  // disagree (a name built at run time).
+  std::string marker_name(const UNode& u) const {
+    std::string name;
+    bool first = true;
+    for (const Occ& o : u.occ)
+      for (std::size_t k = 0; k < o.nodes.size(); ++k) {
+        const Member& m = members_[shapes_[o.shape][k]];
+        const auto& names = m.run->run->ranks[static_cast<std::size_t>(m.rank)].names;
+        const std::int32_t id = std::get<Call>(o.nodes[k]->op).tag;
+        const std::string here = id >= 0 && static_cast<std::size_t>(id) < names.size() ? names[static_cast<std::size_t>(id)] : "";
+        if (first) name = here;
+        else if (here != name) return "";
+        first = false;
+      }
+    return name;
+  }
+
+  static bool subset(const std::vector<bool>& a, const std::vector<bool>& b) {
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (a[i] && !b[i]) return false;
+    return true;
+  }
+
+  // The region markers of mktrace.h (REGION_BEGIN/END calls) of one level of the union program become
+  // REGION nodes (the APT's ROUTINE nodes): the nodes between a begin and its end are the region's body, the
+  // compute before the end its tail. Folding keeps regions whole inside loop bodies, so a begin and its end
+  // are on one level. A pair is kept when both markers carry one name and run on the same ranks, and every
+  // node between them runs only on those ranks (else ranks that skip the region would skip those nodes
+  // too); otherwise its markers stay as they are (they emit no block) and a warning says why. At the
+  // program's level, a region still open at the end (one around MPI_Finalize) runs to the end.
+  std::vector<UNode> nest_regions(std::vector<UNode> level, bool outermost) {
+    for (UNode& u : level)
+      if (u.type == UNode::Type::LOOP) u.body = nest_regions(std::move(u.body), false);
+    constexpr std::size_t OPEN = SIZE_MAX;
+    const std::size_t last = !level.empty() && level.back().type == UNode::Type::TAIL ? level.size() - 1 : level.size();
+    std::vector<std::size_t> end(level.size(), 0);  // for a begin that makes a region: its end marker, or OPEN
+    std::vector<bool> region(level.size(), false);
+    std::vector<std::size_t> open;
+    std::vector<std::pair<std::size_t, std::size_t>> pairs;
+    for (std::size_t i = 0; i < last; ++i) {
+      if (is_marker(level[i], Kind::REGION_BEGIN)) {
+        open.push_back(i);
+      } else if (is_marker(level[i], Kind::REGION_END)) {
+        if (open.empty()) {
+          result.warnings.push_back("region \"" + marker_name(level[i]) + "\": an end without a begin in the same block; not written as a region");
+          continue;
+        }
+        pairs.emplace_back(open.back(), i);
+        open.pop_back();
+      }
+    }
+    for (std::size_t b : open) {
+      if (outermost) pairs.emplace_back(b, OPEN);
+      else result.warnings.push_back("region \"" + marker_name(level[b]) + "\": a begin without an end in the same block; not written as a region");
+    }
+    for (const auto& [b, e] : pairs) {
+      const std::string name = marker_name(level[b]);
+      const std::vector<bool> members = members_of(level[b]);
+      std::string why;
+      if (name.empty()) why = "its ranks give it different names";
+      else if (e != OPEN && marker_name(level[e]) != name) why = "it ends as \"" + marker_name(level[e]) + "\"";
+      else if (e != OPEN && members_of(level[e]) != members) why = "some ranks begin it and others end it";
+      for (std::size_t i = b + 1; why.empty() && i < (e == OPEN ? last : e); ++i)
+        if (!subset(members_of(level[i]), members)) why = "ranks that do not run the region run calls inside it (the runs' structures differ there)";
+      if (!why.empty()) {
+        result.warnings.push_back("region \"" + (name.empty() ? marker_name(level[b]) : name) + "\" is not written as a region: " + why);
+        continue;
+      }
+      region[b] = true;
+      end[b] = e;
+    }
+    std::vector<UNode> out = nest_range(level, 0, last, region, end);
+    if (last < level.size()) out.push_back(std::move(level[last]));
+    return out;
+  }
+
+  // level[from, to) with its kept regions nested (see nest_regions).
+  std::vector<UNode> nest_range(std::vector<UNode>& level, std::size_t from, std::size_t to, const std::vector<bool>& region,
+                                const std::vector<std::size_t>& end) {
+    std::vector<UNode> out;
+    std::size_t i = from;
+    while (i < to) {
+      if (!region[i]) {
+        out.push_back(std::move(level[i++]));
+        continue;
+      }
+      const bool open = end[i] == SIZE_MAX;
+      const std::size_t stop = open ? to : end[i];
+      UNode r;
+      r.type = UNode::Type::REGION;
+      r.name = marker_name(level[i]);
+      r.occ = std::move(level[i].occ);
+      r.body = nest_range(level, i + 1, stop, region, end);
+      if (!open) {
+        UNode tail;  // the compute between the region's last call and its end
+        tail.type = UNode::Type::TAIL;
+        tail.occ = std::move(level[stop].occ);
+        r.body.push_back(std::move(tail));
+      }
+      out.push_back(std::move(r));
+      i = open ? stop : stop + 1;
+    }
+    return out;
   }
 
   // The members (global indices) that run a union node.
@@ -646,6 +761,79 @@ class Builder {
     return trace::describe_site(m.run->run->ranks[static_cast<std::size_t>(m.rank)], c.site);
   }
 
+  // How the compute gap before a union node varies within each rank (between the iterations its folded loops
+  // stand for): the `dist` of its compute block, or null when it does not vary materially. Variation
+  // between ranks and runs is the regression's business (the mean is its model); what replay should draw
+  // is each rank's own variation around its mean. The first execution is left out (a warm-up, which the
+  // mean already carries: drawing it at random would move it in time); ranks with fewer than three
+  // executions say nothing. Whether it varies is judged robustly, on the bulk of the durations (the
+  // interquartile range of durations divided by their rank's median, pooled: the spread), so that a few
+  // iterations stretched by another process on the tracing machine do not make a regular program
+  // irregular; what is written keeps everything that was seen: durations divided by their rank's mean,
+  // pooled, as deciles (empirical) or as the spread (normal, or lognormal above 0.25).
+  nlohmann::json gap_distribution(const UNode& u, nlohmann::json& fits) const {
+    double n = 0, rel_var = 0, median_sum = 0;
+    std::size_t ranks = 0;
+    std::vector<std::pair<double, double>> by_mean, by_median;  // (multiplier, weight), pooled over ranks
+    for (const Occ& o : u.occ)
+      for (const Node* g : o.gaps) {
+        if (!g) continue;
+        const Compute& c = std::get<Compute>(g->op);
+        const double mean = c.rest.mean(), sd = c.rest.stddev(), k = static_cast<double>(c.rest.n);
+        if (c.rest.n < 2 || !(mean > 0)) continue;
+        std::vector<std::pair<double, double>> own;
+        for (const auto& [v, w] : c.rest_sketch.weighted()) own.emplace_back(v, static_cast<double>(w));
+        const double median = weighted_quantile(own, 0.5);
+        if (!(median > 0)) continue;
+        ++ranks;
+        n += k;
+        rel_var += k * (sd / mean) * (sd / mean);
+        median_sum += k * median;
+        for (const auto& [v, w] : own) {
+          by_mean.emplace_back(v / mean, w);
+          by_median.emplace_back(v / median, w);
+        }
+      }
+    if (by_mean.empty() || n < static_cast<double>(opt_.dist_min_samples)) return nullptr;
+    std::sort(by_mean.begin(), by_mean.end());
+    std::sort(by_median.begin(), by_median.end());
+    const double spread = (weighted_quantile(by_median, 0.75) - weighted_quantile(by_median, 0.25)) / 1.3489795;
+    const double spread_s = spread * median_sum / n;  // the same in seconds, at the typical duration
+    if (!(spread > opt_.dist_min_cv) || !(spread_s >= opt_.dist_min_stddev_s)) return nullptr;
+    auto round4 = [](double v) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.4g", v);
+      return std::strtod(buf, nullptr);
+    };
+    nlohmann::json dist;
+    if (n >= static_cast<double>(opt_.dist_empirical_samples)) {
+      // deciles of the multipliers; the last is set so that the piecewise-linear distribution keeps the
+      // sample's mean (a long top tail becomes a steep last segment rather than a shifted mean)
+      std::vector<double> q(11);
+      double total = 0, weight = 0;
+      for (const auto& [v, w] : by_mean) {
+        total += v * w;
+        weight += w;
+      }
+      double inner = 0;
+      for (std::size_t i = 0; i < 10; ++i) q[i] = weighted_quantile(by_mean, static_cast<double>(i) / 10.0);
+      for (std::size_t i = 1; i < 10; ++i) inner += q[i];
+      q[10] = std::max(q[9], 20 * total / weight - q[0] - 2 * inner);
+      double pl_mean = 0;  // (1 up to rounding; the reader rescales too)
+      for (std::size_t i = 0; i < 10; ++i) pl_mean += 0.05 * (q[i] + q[i + 1]);
+      nlohmann::json qs = nlohmann::json::array();
+      for (double v : q) qs.push_back(round4(v / pl_mean));
+      dist = {{"type", "empirical"}, {"quantiles", qs}};
+    } else {
+      // a truncated normal keeps its mean only while 0 is far below it; beyond 0.25, a lognormal
+      dist = {{"type", spread <= 0.25 ? "normal" : "lognormal"}, {"cv", round4(spread)}};
+    }
+    fits["dist"] = {{"samples", static_cast<std::uint64_t>(n)}, {"ranks", ranks}, {"spread", round4(spread)},
+                    {"spread_s", round4(spread_s)}, {"cv", round4(std::sqrt(rel_var / n))},
+                    {"min", round4(by_mean.front().first)}, {"max", round4(by_mean.back().first)}};
+    return dist;
+  }
+
   // The blocks of a list of union nodes whose enclosing block runs on the members `context`.
   nlohmann::json emit_list(const std::vector<UNode>& list, const std::vector<bool>& context, const std::string& where) {
     nlohmann::json body = nlohmann::json::array();
@@ -675,11 +863,25 @@ class Builder {
     if (any) {
       nlohmann::json fits = nlohmann::json::object();
       const std::string at = where + "/" + std::to_string(body.size());
-      body.push_back({{"op", "compute"}, {"seconds", fit_real(gap, at, fits, "seconds")}, {"fit", fits}});
+      nlohmann::json block = {{"op", "compute"}, {"seconds", fit_real(gap, at, fits, "seconds")}};
+      if (nlohmann::json dist = gap_distribution(u, fits); !dist.is_null()) {
+        block["dist"] = std::move(dist);
+        uses_v2_ = true;
+      }
+      block["fit"] = std::move(fits);
+      body.push_back(std::move(block));
     }
     const std::string at = where + "/" + std::to_string(body.size());
     if (u.type == UNode::Type::TAIL) return;
     nlohmann::json fits = nlohmann::json::object();
+    if (u.type == UNode::Type::REGION) {
+      nlohmann::json block = {{"op", "region"}, {"name", u.name}};
+      if (const std::string site = site_text(u); !site.empty()) block["provenance"] = {{"site", site}};  // of its begin
+      block["body"] = emit_list(u.body, here, at + "/body");
+      body.push_back(std::move(block));
+      uses_v2_ = true;
+      return;
+    }
     if (u.type == UNode::Type::LOOP) {
       nlohmann::json block = {{"op", "loop"},
                               {"count", fit_int(samples(u, [](const Node& n) { return static_cast<double>(std::get<Loop>(n.op).count); }),

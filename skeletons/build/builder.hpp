@@ -21,11 +21,20 @@ struct BuildOptions {
   std::string name;              ///< skeleton name; default: the program's file name from run.json
   FoldOptions fold;
   double min_compute_s = 0;      ///< compute gaps whose mean is below this in every member are dropped
+  // A compute block gets a `dist` (format v2) when its durations vary within ranks (first execution left
+  // out): a spread (interquartile range / 1.349, relative to the rank's median, pooled) above dist_min_cv
+  // and, in seconds, at least dist_min_stddev_s (timer and OS noise of short gaps is not the program's),
+  // over at least dist_min_samples executions; empirical deciles from dist_empirical_samples executions,
+  // else normal with the spread as cv (lognormal above 0.25).
+  double dist_min_cv = 0.05;                  ///< relative spread within a rank, pooled
+  double dist_min_stddev_s = 1e-5;            ///< the spread in seconds
+  std::uint64_t dist_min_samples = 10;        ///< executions, all ranks and runs
+  std::uint64_t dist_empirical_samples = 50;  ///< executions, all ranks and runs
 };
 
 /** @brief The skeleton and what the builder could not decide. */
 struct BuildResult {
-  nlohmann::json skeleton;                ///< format "mksim-skeleton" v1, with provenance
+  nlohmann::json skeleton;                ///< format "mksim-skeleton", version 2 when it has regions or distributions, else 1
   std::vector<std::string> ambiguities;   ///< quantities or groups the runs do not pin down, with the runs that would
   std::vector<std::string> warnings;      ///< approximations (inexact fits, dropped calls)
   std::size_t trace_events = 0;           ///< events read, all runs and ranks

@@ -30,6 +30,92 @@ double Stats::stddev() const {
   return std::sqrt(std::max(0.0, sum2 / static_cast<double>(n) - m * m));
 }
 
+void QuantileSketch::add(double x) {
+  if (levels_.empty()) levels_.emplace_back();
+  levels_[0].push_back(x);
+  if (levels_[0].size() > CAPACITY) compact();
+}
+
+void QuantileSketch::merge(const QuantileSketch& o) {
+  if (o.levels_.empty()) return;
+  if (levels_.size() < o.levels_.size()) levels_.resize(o.levels_.size());
+  for (std::size_t h = 0; h < o.levels_.size(); ++h) levels_[h].insert(levels_[h].end(), o.levels_[h].begin(), o.levels_[h].end());
+  compact();
+}
+
+void QuantileSketch::compact() {
+  for (std::size_t h = 0; h < levels_.size(); ++h) {
+    if (levels_[h].size() <= CAPACITY) continue;
+    std::vector<double>& level = levels_[h];
+    std::sort(level.begin(), level.end());
+    // an odd value out stays at this level (alternately the smallest and the largest): weights add up
+    double spare = 0;
+    const bool has_spare = level.size() % 2 == 1;
+    if (has_spare) {
+      spare = odd_ ? level.back() : level.front();
+      level.erase(odd_ ? level.end() - 1 : level.begin());
+    }
+    std::vector<double> up;
+    up.reserve(level.size() / 2);
+    for (std::size_t i = odd_ ? 1 : 0; i < level.size(); i += 2) up.push_back(level[i]);
+    odd_ = !odd_;
+    level.clear();
+    if (has_spare) level.push_back(spare);
+    if (h + 1 == levels_.size()) levels_.emplace_back();
+    std::vector<double>& next = levels_[h + 1];  // (levels_ may have grown: take the reference afterwards)
+    next.insert(next.end(), up.begin(), up.end());
+  }
+}
+
+std::uint64_t QuantileSketch::count() const {
+  std::uint64_t n = 0;
+  for (std::size_t h = 0; h < levels_.size(); ++h) n += static_cast<std::uint64_t>(levels_[h].size()) << h;
+  return n;
+}
+
+std::vector<std::pair<double, std::uint64_t>> QuantileSketch::weighted() const {
+  std::vector<std::pair<double, std::uint64_t>> out;
+  for (std::size_t h = 0; h < levels_.size(); ++h)
+    for (double v : levels_[h]) out.emplace_back(v, std::uint64_t{1} << h);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+double weighted_quantile(const std::vector<std::pair<double, double>>& sorted, double p) {
+  if (sorted.empty()) return 0.0;
+  double total = 0;
+  for (const auto& [v, w] : sorted) total += w;
+  // the order statistic at (fractional) position t of the expanded sample, 0 .. total - 1
+  const double t = std::clamp(p, 0.0, 1.0) * std::max(0.0, total - 1);
+  auto at = [&](double pos) {
+    double before = 0;
+    for (const auto& [v, w] : sorted) {
+      if (pos < before + w) return v;
+      before += w;
+    }
+    return sorted.back().first;
+  };
+  const double lo = std::floor(t);
+  return at(lo) + (at(lo + 1 > total - 1 ? lo : lo + 1) - at(lo)) * (t - lo);
+}
+
+Compute Compute::of(double duration) {
+  Compute c;
+  c.seconds.add(duration);
+  c.first = duration;
+  return c;
+}
+
+void Compute::merge(const Compute& o) {
+  if (o.seconds.n > 0) {
+    rest.add(o.first);
+    rest_sketch.add(o.first);
+  }
+  rest.merge(o.rest);
+  rest_sketch.merge(o.rest_sketch);
+  seconds.merge(o.seconds);
+}
+
 bool Call::same(const Call& o) const {
   return kind == o.kind && site == o.site && comm == o.comm && peer == o.peer && tag == o.tag &&
          bytes == o.bytes && root == o.root && peer2 == o.peer2 && tag2 == o.tag2 && bytes2 == o.bytes2 &&
@@ -77,7 +163,7 @@ void merge_into(Node& a, const Node& b) {
   if (auto* c = std::get_if<Call>(&a.op)) {
     c->inside.merge(std::get<Call>(b.op).inside);
   } else if (auto* k = std::get_if<Compute>(&a.op)) {
-    k->seconds.merge(std::get<Compute>(b.op).seconds);
+    k->merge(std::get<Compute>(b.op));
   } else {
     Loop& l = std::get<Loop>(a.op);
     const Loop& o = std::get<Loop>(b.op);
@@ -89,6 +175,19 @@ bool range_same(const Seq& s, std::size_t a, const Seq& t, std::size_t b, std::s
   for (std::size_t i = 0; i < w; ++i)
     if (!same(s[a + i], t[b + i])) return false;
   return true;
+}
+
+// Whether s[a, a + w) opens and closes its mktrace.h regions itself (loops inside are balanced already).
+// A loop body must be: else a program whose first iteration differs folds into a rotated body
+// (region end, region begin, ...) and the region can no longer become one block of the skeleton.
+bool regions_balanced(const Seq& s, std::size_t a, std::size_t w) {
+  long depth = 0;
+  for (std::size_t i = a; i < a + w; ++i)
+    if (const auto* c = std::get_if<Call>(&s[i].op)) {
+      if (c->kind == trace::Kind::REGION_BEGIN) ++depth;
+      else if (c->kind == trace::Kind::REGION_END && --depth < 0) return false;
+    }
+  return depth == 0;
 }
 
 // One folding step at the end of s; true when something was folded.
@@ -111,6 +210,7 @@ bool fold_tail(Seq& s, std::size_t window) {
   for (std::size_t w = 1; w <= window && 2 * w <= n; ++w) {
     if (s[n - 1 - w].hash != last) continue;
     if (!range_same(s, n - 2 * w, s, n - w, w)) continue;
+    if (!regions_balanced(s, n - w, w)) continue;
     Node loop_node;
     Loop loop;
     loop.count = 2;
@@ -156,9 +256,7 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options)
     if (e.kind == Kind::COMPLETE) continue;  // folded into the call before it
     if (started) {
       Node gap;
-      Compute comp;
-      comp.seconds.add(std::max(0.0, e.t_enter - prev_exit));
-      gap.op = comp;
+      gap.op = Compute::of(std::max(0.0, e.t_enter - prev_exit));
       append(out.seq, std::move(gap), options.window);
     }
     started = true;

@@ -2,7 +2,8 @@
 // calls and compute gaps, folded online into nested loops wherever a sequence repeats exactly, as
 // ScalaTrace's regular section descriptors do. Exact means: same kind, call site, communicator, peer,
 // tag, size and root; compute gaps and the time inside calls never prevent folding and are kept as
-// statistics (count, mean, min, max, variance), so nothing about an event is lost but its order in time.
+// statistics (count, mean, min, max, variance; compute gaps also a bounded quantile sketch), so nothing
+// about an event is lost but its order in time. A loop body never cuts a region of mktrace.h in two.
 #pragma once
 
 #include "skeletons/trace/trace.hpp"
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -46,9 +48,43 @@ struct Call {
   bool same(const Call& o) const;
 };
 
-/** @brief Local work between two calls: its durations. */
+/** @brief A deterministic summary of a sample for its quantiles, of bounded size whatever the number of
+ *  values (KLL-style compactors: level h keeps values of weight 2^h; a full level is sorted and every other
+ *  value, alternately the odd and the even ones, moves up). Exact while at most CAPACITY values were added. */
+class QuantileSketch {
+ public:
+  /** @brief Values a level holds before it is compacted. */
+  static constexpr std::size_t CAPACITY = 64;
+  /** @brief Adds one value. */
+  void add(double x);
+  /** @brief Adds every value o summarises. */
+  void merge(const QuantileSketch& o);
+  /** @brief Number of values summarised (the sum of the weights). */
+  std::uint64_t count() const;
+  /** @brief The retained values with their weights, sorted by value. */
+  std::vector<std::pair<double, std::uint64_t>> weighted() const;
+
+ private:
+  void compact();
+  std::vector<std::vector<double>> levels_;
+  bool odd_ = false;  // which half the next compaction keeps
+};
+
+/** @brief The p-quantile (0 <= p <= 1) of weighted values sorted by value: each value stands for `weight`
+ *  copies, and the quantile interpolates linearly between the order statistics around p * (count - 1). */
+double weighted_quantile(const std::vector<std::pair<double, double>>& sorted, double p);
+
+/** @brief Local work between two calls: its durations. The first is also kept apart (it is often a
+ *  warm-up: caches, connections), with the statistics and a quantile sketch of the ones after it. */
 struct Compute {
-  Stats seconds;
+  Stats seconds;               ///< every duration
+  double first = 0;            ///< the first duration, in program order
+  Stats rest;                  ///< every duration after the first
+  QuantileSketch rest_sketch;  ///< the same, for quantiles (empty for a single duration: no allocation)
+  /** @brief One duration. */
+  static Compute of(double duration);
+  /** @brief Adds the durations of o, which come after this one's. */
+  void merge(const Compute& o);
 };
 
 struct Node;

@@ -247,6 +247,8 @@ int nesting(const skeletons::Body& body) {
       depth = std::max(depth, 1 + nesting(loop->body));
     else if (const auto* branch = std::get_if<skeletons::Branch>(&block.op))
       depth = std::max({depth, 1 + nesting(branch->then_body), 1 + nesting(branch->else_body)});
+    else if (const auto* region = std::get_if<skeletons::Region>(&block.op))
+      depth = std::max(depth, nesting(region->body));  // a region runs its body once: no doubling
   }
   return depth;
 }
