@@ -5,6 +5,10 @@
 #include "platforms/generator.hpp"
 #include "results/hdf5_io.hpp"
 #include "results/summary.hpp"
+#include "sim/isolate.hpp"
+#include "sim/machine_model.hpp"
+#include "sim/model.hpp"
+#include "sim/model_queries.hpp"
 #include "sim/replay.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/build/builder.hpp"
@@ -19,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #ifndef MKSIM_DATA_DIR
@@ -44,7 +49,8 @@ struct UsageError : std::runtime_error {
 std::string resolve_data(const std::string& name, const char* folder) {
   if (name.empty() || fs::exists(name)) return name;
   for (const std::string& candidate : {std::string(MKSIM_DATA_DIR) + "/" + folder + "/" + name,
-                                       std::string(MKSIM_DATA_DIR) + "/" + folder + "/" + name + ".xml"})
+                                       std::string(MKSIM_DATA_DIR) + "/" + folder + "/" + name + ".xml",
+                                       std::string(MKSIM_DATA_DIR) + "/" + folder + "/" + name + ".json"})
     if (fs::exists(candidate)) return candidate;
   return name;  // let the loader report it, with the name the user gave
 }
@@ -76,6 +82,11 @@ const char* USAGE =
     "usage: mksim [predict] --platform FILE --P N [--skeleton FILE] [--param NAME=VALUE ...] [-o OUT.h5]\n"
     "                       [--timeline OUT.csv] [--seed S] [--cfg simgrid/key:value ...]\n"
     "       mksim check --skeleton FILE [--P N] [--param NAME=VALUE ...]\n"
+    "       mksim model --platform FILE --P N [--skeleton FILE] [--param NAME=VALUE ...] [--format text|latex|json]\n"
+    "                   [--no-skew] [--cross-check] [--optimize NAME --range LO..HI] [--Ps LIST] [--speedup]\n"
+    "                   [--constant-time NAME=T0 --range LO..HI] [--isospeed NAME --range LO..HI]\n"
+    "       mksim compare --platform FILE --skeleton FILE [--vs-platform FILE] [--vs-skeleton FILE]\n"
+    "                     --scan P=LO..HI | NAME=LO..HI [--P N] [--param NAME=VALUE ...] [--no-skew]\n"
     "       mksim platform --machine {ipsc860,paragon,t3e,fattree} --nodes N -o OUT.xml\n"
     "       mksim --version | --help\n";
 
@@ -178,6 +189,321 @@ int cmd_platform(const std::vector<std::string>& args, std::ostream& out) {
   std::string dims;
   for (long d : spec.dims) dims += (dims.empty() ? "" : "x") + std::to_string(d);
   out << "wrote " << output << ": " << machine << " " << dims << " (" << nodes << " nodes)\n";
+  return EXIT_OK;
+}
+
+/** @brief "4,8,16" or "4..64" (powers of two) or "4..64:+4" (arithmetic) -> list of ranks. */
+std::vector<int> parse_ranks(const std::string& text) {
+  std::vector<int> out;
+  auto num = [&](const std::string& t) {
+    char* end = nullptr;
+    const long v = std::strtol(t.c_str(), &end, 10);
+    if (t.empty() || *end != '\0' || v < 1 || v > 1 << 24) throw UsageError("--Ps: \"" + t + "\" is not a rank count");
+    return static_cast<int>(v);
+  };
+  if (const auto dots = text.find(".."); dots != std::string::npos) {
+    const auto colon = text.find(":+", dots);
+    const int lo = num(text.substr(0, dots));
+    const int hi = num(text.substr(dots + 2, colon == std::string::npos ? std::string::npos : colon - dots - 2));
+    const int step = colon == std::string::npos ? 0 : num(text.substr(colon + 2));
+    if (lo > hi) throw UsageError("--Ps: empty range \"" + text + "\"");
+    for (long p = lo; p <= hi; p = step ? p + step : p * 2) out.push_back(static_cast<int>(p));
+    return out;
+  }
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto comma = text.find(',', start);
+    out.push_back(num(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+/** @brief "LO..HI" -> (lo, hi). */
+std::pair<double, double> parse_range(const std::string& text, const std::string& option) {
+  const auto dots = text.find("..");
+  if (dots == std::string::npos) throw UsageError(option + " expects LO..HI, got \"" + text + "\"");
+  char* e1 = nullptr;
+  char* e2 = nullptr;
+  const std::string a = text.substr(0, dots), b = text.substr(dots + 2);
+  const double lo = std::strtod(a.c_str(), &e1), hi = std::strtod(b.c_str(), &e2);
+  if (a.empty() || b.empty() || *e1 || *e2 || !(lo < hi)) throw UsageError(option + " expects LO..HI with LO < HI, got \"" + text + "\"");
+  return {lo, hi};
+}
+
+std::string fixed(double v, int digits = 6) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
+
+std::string label_name(const std::string& l) { return l.empty() ? "(unlabelled)" : l; }
+
+std::string sk_path(const std::string& s) { return resolve_data(s, "skeletons/examples"); }
+
+int model_queries(const std::string& skeleton_path, const std::string& platform, int P, const std::vector<std::string>& params,
+                  bool skew, const std::string& optimize, const std::string& range, const std::string& ps_text, bool speedup,
+                  const std::string& constant_time, const std::string& isospeed, std::ostream& out) {
+  const std::string platform_path = resolve_data(platform, "platforms");
+  if (!fs::exists(platform_path)) throw UsageError(platform + ": no such platform file (bundled: ipsc860, paragon, t3e)");
+  const skeletons::Skeleton sk = skeletons::load_skeleton(skeleton_path);
+  QueryOptions qo;
+  qo.params = parse_params(params);
+  qo.skew = skew;
+  const std::vector<int> Ps = ps_text.empty() ? std::vector<int>{P} : parse_ranks(ps_text);
+  int largest = P;
+  for (int p : Ps) largest = std::max(largest, p);
+  auto need_range = [&](const char* what) {
+    if (range.empty()) throw UsageError(std::string(what) + " needs --range LO..HI");
+    return parse_range(range, "--range");
+  };
+  // usage errors before SimGrid starts
+  if (!optimize.empty()) need_range("--optimize");
+  if (!constant_time.empty()) need_range("--constant-time");
+  if (!isospeed.empty()) need_range("--isospeed");
+  if (!constant_time.empty() && constant_time.find('=') == std::string::npos) throw UsageError("--constant-time expects NAME=T0 (seconds)");
+  const MachineModel machine = load_machine_model(platform_path, largest);
+  try {
+    if (!optimize.empty()) {
+      const auto [lo, hi] = need_range("--optimize");
+      out << "best " << optimize << " in [" << fixed(lo) << ", " << fixed(hi) << "] (model" << (skew ? "" : ", no skew") << "):\n";
+      out << "  P  best  T_s  dT/d" << optimize << "=0 at\n";
+      for (const auto& o : optimize_param_over_P(sk, machine, Ps, qo, optimize, lo, hi)) {
+        out << "  " << o.P << "  " << fixed(o.best) << "  " << fixed(o.T_s) << " ";
+        if (o.roots.empty()) out << " (none: the best is at a bound or a kink)";
+        for (const auto& r : o.roots) out << " " << fixed(r.value, 4) << (r.minimum ? " (min)" : " (max)");
+        out << "\n";
+      }
+    }
+    if (speedup) {
+      out << "speedup (T(1) from the model at P=1):\n  P  T_s  speedup  efficiency\n";
+      for (const auto& s : speedup_curve(sk, machine, Ps, qo))
+        out << "  " << s.P << "  " << fixed(s.T_s) << "  " << fixed(s.speedup, 4) << "  " << fixed(s.efficiency, 4) << "\n";
+    }
+    if (!constant_time.empty()) {
+      const auto eq = constant_time.find('=');
+      if (eq == std::string::npos) throw UsageError("--constant-time expects NAME=T0 (seconds)");
+      const std::string name = constant_time.substr(0, eq);
+      const double T0 = std::strtod(constant_time.c_str() + eq + 1, nullptr);
+      const auto [lo, hi] = need_range("--constant-time");
+      out << "constant time T = " << fixed(T0) << " s: " << name << " per P\n  P  " << name << "  T_s\n";
+      for (const auto& c : constant_time_curve(sk, machine, Ps, qo, name, T0, lo, hi)) {
+        out << "  " << c.P << "  ";
+        if (c.found) out << fixed(c.value) << "  " << fixed(c.T_s) << "\n";
+        else out << "none  (" << c.note << ")\n";
+      }
+    }
+    if (!isospeed.empty()) {
+      const auto [lo, hi] = need_range("--isospeed");
+      auto it = qo.params.find(isospeed);
+      double value = 0;
+      if (it != qo.params.end()) value = it->second;
+      else {
+        const auto frame = skeletons::bind_parameters(sk, P, qo.params);
+        value = frame.at(static_cast<std::size_t>(sk.symbols.find(isospeed)));
+      }
+      const auto t = isospeed_scalability(sk, machine, qo, isospeed, P, value, Ps, lo, hi);
+      out << "isospeed from P=" << t.p << ", " << isospeed << "=" << fixed(t.value) << ": W=" << fixed(t.W) << " flop, T=" << fixed(t.T_s)
+          << " s, average unit speed " << fixed(t.speed_flops) << " flop/s\n  p'  " << isospeed << "'  T_s  psi\n";
+      for (const auto& r : t.rows) {
+        out << "  " << r.p_prime << "  ";
+        if (r.found) out << fixed(r.value) << "  " << fixed(r.T_s) << "  " << fixed(r.psi, 4) << "\n";
+        else out << "none  (" << r.note << ")\n";
+      }
+    }
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  return EXIT_OK;
+}
+
+int cmd_compare(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mksim compare");
+  std::string platform, skeleton, vs_platform, vs_skeleton, scan_text;
+  int P = 0;
+  bool no_skew = false;
+  std::vector<std::string> params;
+  desc.add_options()("help,h", "this help")
+      ("platform", po::value(&platform)->required(), "platform of the first combination")
+      ("skeleton", po::value(&skeleton)->required(), "skeleton of the first combination")
+      ("vs-platform", po::value(&vs_platform), "platform of the second (default: the first's)")
+      ("vs-skeleton", po::value(&vs_skeleton), "skeleton of the second (default: the first's)")
+      ("scan", po::value(&scan_text)->required(), "P=LO..HI (ranks) or NAME=LO..HI (a parameter, at --P)")
+      ("P", po::value(&P), "ranks when scanning a parameter")
+      ("param", po::value(&params)->composing(), "parameter value NAME=VALUE for both")
+      ("no-skew", po::bool_switch(&no_skew), "leave out the platforms' skew term");
+  if (!parse_options(args, desc, out, USAGE)) return EXIT_OK;
+  if (vs_platform.empty()) vs_platform = platform;
+  if (vs_skeleton.empty()) vs_skeleton = skeleton;
+  if (vs_platform == platform && vs_skeleton == skeleton) throw UsageError("compare: give --vs-skeleton or --vs-platform (something to compare)");
+  const auto eq = scan_text.find('=');
+  if (eq == std::string::npos) throw UsageError("--scan expects P=LO..HI or NAME=LO..HI");
+  RangeScan scan;
+  scan.param = scan_text.substr(0, eq);
+  std::tie(scan.lo, scan.hi) = parse_range(scan_text.substr(eq + 1), "--scan");
+  scan.skew = !no_skew;
+  if (scan.param != "P") {
+    if (P < 1) throw UsageError("--scan " + scan.param + "=... needs --P");
+    scan.P = P;
+  }
+  const int largest = scan.param == "P" ? static_cast<int>(scan.hi) : P;
+  const std::string pa = resolve_data(platform, "platforms"), pb = resolve_data(vs_platform, "platforms");
+  for (const auto& [given, path] : {std::pair{platform, pa}, std::pair{vs_platform, pb}})
+    if (!fs::exists(path)) throw UsageError(given + ": no such platform file (bundled: ipsc860, paragon, t3e)");
+  const skeletons::Skeleton ska = skeletons::load_skeleton(sk_path(skeleton)), skb = skeletons::load_skeleton(sk_path(vs_skeleton));
+  MachineModel ma, mb;
+  if (pa == pb) {
+    ma = load_machine_model(pa, largest);
+    mb = ma;
+  } else {  // two platforms: route tables filled in child processes (one SimGrid engine per process)
+    ma = tabulate_machine_model(pa, largest);
+    mb = tabulate_machine_model(pb, largest);
+  }
+  const std::string la = ska.name + "@" + fs::path(pa).stem().string(), lb = skb.name + "@" + fs::path(pb).stem().string();
+  RangeComparison rc;
+  try {
+    rc = compare_range({la, &ska, &ma, parse_params(params)}, {lb, &skb, &mb, parse_params(params)}, scan);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  out << "range comparison over " << rc.param << " in [" << fixed(scan.lo) << ", " << fixed(scan.hi) << "]: A = " << la << ", B = " << lb << "\n";
+  out << "  " << rc.param << "  T_A_s  T_B_s\n";
+  for (const auto& smp : rc.samples) out << "  " << fixed(smp.x) << "  " << fixed(smp.T_a_s) << "  " << fixed(smp.T_b_s) << "\n";
+  if (!rc.skipped.empty()) {
+    out << "  skipped (a skeleton does not run there):";
+    for (double x : rc.skipped) out << " " << fixed(x);
+    out << "\n";
+  }
+  if (rc.crossings.empty()) out << "no crossing: " << (rc.segments.empty() ? std::string("?") : rc.segments.front().faster) << " is faster over the whole range\n";
+  for (const auto& c : rc.crossings)
+    out << "crossing at " << rc.param << " = " << fixed(c.at) << " (between " << fixed(c.below) << " and " << fixed(c.above) << "): "
+        << c.faster_below << " faster below, " << c.faster_above << " above\n";
+  return EXIT_OK;
+}
+
+int cmd_model(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mksim model");
+  std::string platform, skeleton, format = "text";
+  int P = 0;
+  bool no_skew = false, cross_check = false, speedup = false;
+  std::string optimize, range, ps_text, constant_time, isospeed;
+  std::vector<std::string> params;
+  desc.add_options()("help,h", "this help")
+      ("platform", po::value(&platform)->required(), "SimGrid platform XML (or a bundled name: paragon, t3e, ipsc860)")
+      ("P", po::value(&P)->required(), "number of ranks (rank classes and routes are resolved here)")
+      ("skeleton", po::value(&skeleton)->default_value(std::string(MKSIM_DATA_DIR) + "/skeletons/examples/atm2d.json"), "skeleton JSON")
+      ("param", po::value(&params)->composing(), "parameter value NAME=VALUE (repeatable, or comma-separated)")
+      ("format", po::value(&format)->default_value("text"), "text, latex or json")
+      ("no-skew", po::bool_switch(&no_skew), "leave out the platform's skew term alpha*sqrt(P)")
+      ("cross-check", po::bool_switch(&cross_check), "also replay the same point and compare, phase by phase")
+      ("optimize", po::value(&optimize), "best integer value of this parameter (dT/dNAME = 0, seed 000 s.5.4), at each of --Ps")
+      ("range", po::value(&range), "LO..HI: the range of --optimize, --constant-time or --isospeed")
+      ("Ps", po::value(&ps_text), "rank counts for the queries: 4,8,16 or 4..128 (powers of two) or 4..64:+4")
+      ("speedup", po::bool_switch(&speedup), "speedup T(1)/T(P) and efficiency over --Ps (seed 000 s.5.5)")
+      ("constant-time", po::value(&constant_time), "NAME=T0: the NAME that makes T = T0 seconds at each of --Ps")
+      ("isospeed", po::value(&isospeed), "NAME: isospeed scalability psi(P, p') from --P to each of --Ps (seed 001 s.3)");
+  if (!parse_options(args, desc, out, USAGE)) return EXIT_OK;
+  const bool query = !optimize.empty() || speedup || !constant_time.empty() || !isospeed.empty();
+  if (query) return model_queries(sk_path(skeleton), platform, P, params, !no_skew, optimize, range, ps_text, speedup,
+                                  constant_time, isospeed, out);
+  if (format != "text" && format != "latex" && format != "json") throw UsageError("--format must be text, latex or json");
+  const std::string platform_path = resolve_data(platform, "platforms");
+  if (!fs::exists(platform_path)) throw UsageError(platform + ": no such platform file (bundled: ipsc860, paragon, t3e)");
+  const skeletons::Skeleton sk = skeletons::load_skeleton(resolve_data(skeleton, "skeletons/examples"));
+  ModelOptions mo;
+  mo.P = P;
+  mo.params = parse_params(params);
+  mo.skew = !no_skew;
+  {
+    auto frame = skeletons::bind_parameters(sk, P, mo.params);
+    skeletons::check_for_run(sk, frame, P);
+  }
+  // The replay runs in a child process before this one loads SimGrid for the model's routes.
+  results::RunResult replayed;
+  if (cross_check) {
+    ReplayOptions ro;
+    ro.platform_path = platform_path;
+    ro.P = P;
+    ro.params = mo.params;
+    replayed = replay_in_child(sk, ro);
+  }
+  const MachineModel machine = load_machine_model(platform_path, P);
+  const AnalyticModel m = derive_model(sk, machine, mo);
+  if (format == "json") {
+    out << model_json(m) << "\n";
+  } else if (format == "latex") {
+    out << "T = " << m.latex << "\n";
+    for (const auto& t : m.terms) out << "% " << label_name(t.phase) << " (" << t.kind << "): " << t.latex << "\n";
+  } else {
+    out << "model of \"" << m.skeleton << "\" on " << m.machine << " at P=" << P;
+    for (const auto& [k, v] : m.point) out << " " << k << "=" << fixed(v);
+    out << "\n";
+    out << "T = " << m.formula << "\n";
+    out << "machine:";
+    for (const auto& [k, v] : m.machine_symbols) out << " " << k << "=" << fixed(v);
+    out << "\n";
+    out << "T(P";
+    for (const auto& p : m.params) out << ", " << p;
+    out << ") = " << m.numeric << "\n";
+    out << "T = " << fixed(m.value_s) << " s at this point\n";
+    out << "critical class: rank " << m.critical_rank << " (" << m.critical_class << "), " << m.classes << " rank class(es)\n";
+    out << "breakdown:\n";
+    for (const auto& t : m.terms) {
+      out << "  " << label_name(t.phase) << " " << t.kind << ": " << fixed(t.value_s) << " s = " << t.formula;
+      if (!t.detail.empty()) out << "  [" << t.detail << "]";
+      out << "\n";
+    }
+    for (const auto& n : m.notes) out << "note: " << n << "\n";
+  }
+  if (cross_check) {
+    // Per phase label: the model's terms (skew aside) against two views of the replay: the time its critical
+    // rank spent in the label (these add up to the replayed time, but a pipeline's fill lands where that rank
+    // waits), and the label's end-to-end time (when the last rank left it, minus when the last rank left the
+    // label that ended before it: right for phases that follow each other, meaningless for interleaved ones).
+    // A phase is blamed for a gap only when both views disagree with the model.
+    std::map<std::string, double> model_by_label, critical_by_label, end_by_label;
+    double skew = 0;
+    for (const auto& t : m.terms) {
+      if (t.kind == "skew") skew += t.value_s;
+      else model_by_label[t.phase] += t.value_s;
+    }
+    std::vector<std::pair<double, std::string>> ends;
+    for (const auto& ph : replayed.phases) {
+      critical_by_label[ph.phase] += ph.critical_rank_s;
+      ends.emplace_back(ph.end_s, ph.phase);
+    }
+    std::sort(ends.begin(), ends.end());
+    for (std::size_t i = 0; i < ends.size(); ++i) end_by_label[ends[i].second] = ends[i].first - (i ? ends[i - 1].first : 0.0);
+    std::set<std::string> labels;
+    for (const auto& [k, v] : model_by_label) labels.insert(k);
+    for (const auto& [k, v] : critical_by_label) labels.insert(k);
+    const double model_total = m.value_s - skew;
+    const double gap = (model_total - replayed.predicted_time_s) / replayed.predicted_time_s;
+    out << "cross-check (replay at the same point" << (skew > 0 ? "; the model's skew term " + fixed(skew) + " s is left out: replay has no skew" : "")
+        << "):\n";
+    out << "  total: model " << fixed(model_total) << " s, replay " << fixed(replayed.predicted_time_s) << " s, difference "
+        << fixed(100 * gap, 3) << "%\n";
+    out << "  per phase: model | replay, critical rank " << replayed.critical_rank << " | replay, end to end\n";
+    std::string worst;
+    double worst_abs = -1;
+    for (const auto& l : labels) {
+      const double a = model_by_label[l], b = critical_by_label[l], c = end_by_label[l];
+      out << "  phase " << label_name(l) << ": " << fixed(a) << " s | " << fixed(b) << " s";
+      if (b > 0) out << " (" << fixed(100 * (a - b) / b, 3) << "%)";
+      out << " | " << fixed(c) << " s";
+      if (c > 0) out << " (" << fixed(100 * (a - c) / c, 3) << "%)";
+      out << "\n";
+      const double blame = std::min(std::fabs(a - b), std::fabs(a - c));
+      if (blame > worst_abs) {
+        worst_abs = blame;
+        worst = l;
+      }
+    }
+    if (!labels.empty())
+      out << "  largest gap: phase " << label_name(worst) << " (" << fixed(worst_abs) << " s, "
+          << fixed(100 * worst_abs / replayed.predicted_time_s, 3) << "% of the replayed time)\n";
+  }
   return EXIT_OK;
 }
 
@@ -294,8 +620,17 @@ void show_body(const nlohmann::json& body, int depth, std::ostream& out) {
   const std::string pad(static_cast<std::size_t>(depth) * 2, ' ');
   for (const auto& b : body) {
     out << pad << b.value("op", "?");
-    for (const char* f : {"count", "peer", "size", "tag", "root", "seconds", "flops", "cond", "prob", "req"})
+    for (const char* f : {"name", "count", "peer", "size", "tag", "root", "seconds", "flops", "cond", "prob", "req"})
       if (b.contains(f)) out << " " << f << "=" << (b[f].is_string() ? b[f].get<std::string>() : b[f].dump());
+    if (b.contains("dist") && b["dist"].is_object()) {  // format v2: how a compute amount varies around its mean
+      const auto& d = b["dist"];
+      const auto text = [](const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+      out << " dist=" << d.value("type", "?");
+      if (d.contains("cv")) out << "(cv " << text(d["cv"]) << ")";
+      if (d.contains("quantiles") && d["quantiles"].is_array() && d["quantiles"].size() == 11)
+        out << "(min " << d["quantiles"][0].dump() << ", median " << d["quantiles"][5].dump() << ", max "
+            << d["quantiles"][10].dump() << " x mean)";
+    }
     if (b.contains("phase")) out << "  [phase " << b["phase"].get<std::string>() << "]";
     if (b.contains("fit"))
       for (const auto& [k, v] : b["fit"].items())
@@ -403,6 +738,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     std::vector<std::string> rest(args.begin() + 1, args.end());
     if (args[0] == "predict") return cmd_predict(rest, out, err);
     if (args[0] == "check") return cmd_check(rest, out);
+    if (args[0] == "model") return cmd_model(rest, out);
+    if (args[0] == "compare") return cmd_compare(rest, out);
     if (args[0] == "platform") return cmd_platform(rest, out);
     if (!args[0].empty() && args[0][0] != '-') throw UsageError("unknown command \"" + args[0] + "\"");
     return cmd_predict(args, out, err);

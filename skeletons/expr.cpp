@@ -37,7 +37,9 @@ struct Node {
 };
 using NodePtr = std::unique_ptr<Node>;
 
-double apply(Code c, const double* a) {
+}  // namespace
+
+double apply_instr(ExprInstr::Code c, const double* a) {
   switch (c) {
     case Code::NEG: return -a[0];
     case Code::NOT: return a[0] == 0 ? 1.0 : 0.0;
@@ -75,6 +77,10 @@ double apply(Code c, const double* a) {
   }
   return 0;
 }
+
+namespace {
+
+double apply(Code c, const double* a) { return apply_instr(c, a); }
 
 struct Function {
   const char* name;
@@ -306,7 +312,7 @@ double Expr::eval(std::span<const double> frame) const {
     const auto& in = code_[0];
     return in.code == Code::CONST ? in.value : frame[in.slot];
   }
-  double stack[64] = {};
+  double stack[64];  // not zeroed: every slot is written before it is read
   std::vector<double> big;
   if (max_depth_ > 64) big.resize(max_depth_);
   double* st = max_depth_ > 64 ? big.data() : stack;

@@ -34,6 +34,10 @@ struct ExprInstr {
   double value = 0;  ///< for CONST
 };
 
+/** @brief The value of one operator or function applied to its operands (a[0], a[1], a[2]), as Expr::eval
+ *  computes it: `%` with the sign of the divisor, xor of integer parts, comparisons as 1 or 0. */
+double apply_instr(ExprInstr::Code code, const double* args);
+
 /** @brief A parsed expression: text kept for messages, code for evaluation. Constant subtrees are folded. */
 class Expr {
  public:
@@ -48,6 +52,8 @@ class Expr {
   int max_slot() const;
   const std::string& text() const { return text_; }
   bool empty() const { return code_.empty(); }
+  /** @brief The compiled instructions (postfix), for tools that translate expressions (the analytic model). */
+  const std::vector<ExprInstr>& code() const { return code_; }
 
  private:
   friend Expr parse_expr(std::string_view, const SymbolTable&);

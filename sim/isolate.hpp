@@ -1,0 +1,18 @@
+// One simulation per OS process (SimGrid keeps one engine per process and its clock across runs): runs a
+// replay in a forked child and hands its result back through a pipe.
+#pragma once
+
+#include "sim/replay.hpp"
+
+namespace mksim::sim {
+
+/** @brief replay() in a child process; the same result, or the same exception type (DeadlockError,
+ *  ReplayError, skeletons::SkeletonError as ReplayError) with the child's message. The caller's process
+ *  must not have a SimGrid engine running threads (call before load_machine_model in the same process). */
+results::RunResult replay_in_child(const skeletons::Skeleton& skeleton, const ReplayOptions& options);
+
+/** @brief A RunResult as JSON and back (the child-to-parent format; doubles kept exactly). */
+std::string run_result_to_json(const results::RunResult& result);
+results::RunResult run_result_from_json(const std::string& text);
+
+}  // namespace mksim::sim

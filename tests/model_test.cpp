@@ -1,0 +1,214 @@
+// The analytic model (sim/model.hpp) against the replay engine on the bundled machines, against closed forms
+// it must reproduce (MK's PGE2 and ATM2D structures), and on the inputs it must refuse.
+#include "sim/cli.hpp"
+#include "sim/isolate.hpp"
+#include "sim/machine_model.hpp"
+#include "sim/model.hpp"
+#include "skeletons/error.hpp"
+#include "skeletons/skeleton_io.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <string>
+
+namespace {
+
+using mksim::sim::AnalyticModel;
+
+std::string example(const std::string& name) { return std::string(MKSIM_SOURCE_DIR) + "/skeletons/examples/" + name + ".json"; }
+std::string platform(const std::string& name) { return std::string(MKSIM_SOURCE_DIR) + "/platforms/" + name + ".xml"; }
+
+struct Case {
+  std::string skeleton, machine;
+  int P;
+  std::map<std::string, double> params;
+};
+
+/** @brief Model (skew left out) against a replay at the same point, in one process (replay in a child). */
+double relative_gap(const Case& c, AnalyticModel* out = nullptr) {
+  const auto sk = mksim::skeletons::load_skeleton(example(c.skeleton));
+  mksim::sim::ReplayOptions ro;
+  ro.platform_path = platform(c.machine);
+  ro.P = c.P;
+  ro.params = c.params;
+  const auto replayed = mksim::sim::replay_in_child(sk, ro);
+  const auto machine = mksim::sim::load_machine_model(platform(c.machine), c.P);
+  const AnalyticModel m = mksim::sim::derive_model(sk, machine, {c.P, c.params, false});
+  if (out) *out = m;
+  return (m.value_s - replayed.predicted_time_s) / replayed.predicted_time_s;
+}
+
+// Where the model's assumptions hold (eager messages, no contention, no skew) it agrees with replay within 1%.
+// One test per case: each loads SimGrid once in its own process.
+TEST(ModelVsReplay, Pge1ParagonP64) { EXPECT_LT(std::fabs(relative_gap({"pge1", "paragon", 64, {}})), 0.01); }
+TEST(ModelVsReplay, Pge1T3eP48) { EXPECT_LT(std::fabs(relative_gap({"pge1", "t3e", 48, {{"K", 4}}})), 0.01); }
+TEST(ModelVsReplay, Pge2ParagonP64) { EXPECT_LT(std::fabs(relative_gap({"pge2", "paragon", 64, {}})), 0.01); }
+TEST(ModelVsReplay, Pge2T3eP32) { EXPECT_LT(std::fabs(relative_gap({"pge2", "t3e", 32, {{"K", 16}}})), 0.01); }
+TEST(ModelVsReplay, Atm2dParagonP128) { EXPECT_LT(std::fabs(relative_gap({"atm2d", "paragon", 128, {{"steps", 3}}})), 0.01); }
+TEST(ModelVsReplay, Atm2dT3eP64) { EXPECT_LT(std::fabs(relative_gap({"atm2d", "t3e", 64, {{"steps", 3}}})), 0.01); }
+TEST(ModelVsReplay, CgParagonP32) { EXPECT_LT(std::fabs(relative_gap({"cg", "paragon", 32, {{"iters", 5}}})), 0.01); }
+TEST(ModelVsReplay, CgT3eP64) { EXPECT_LT(std::fabs(relative_gap({"cg", "t3e", 64, {{"iters", 5}}})), 0.01); }
+
+// PGE2 (seed 000 s.4.2): the back substitution is a pipeline of depth P/2 - 1 over the B = ceil(M/K) blocks,
+// the exchange a synchronous phase tau(m1) + s + r, and the forward and backward pipelines have the same form.
+TEST(ModelStructure, Pge2HasMksPhases) {
+  const auto sk = mksim::skeletons::load_skeleton(example("pge2"));
+  const auto machine = mksim::sim::load_machine_model(platform("paragon"), 64);
+  const AnalyticModel m = mksim::sim::derive_model(sk, machine, {64, {}, true});
+  std::map<std::string, std::string> by;
+  for (const auto& t : m.terms) by[t.phase + "/" + t.kind] = t.formula + " | " + t.detail;
+  ASSERT_TRUE(by.count("backward/pipeline")) << m.formula;
+  ASSERT_TRUE(by.count("forward/pipeline"));
+  ASSERT_TRUE(by.count("exchange/synchronous"));
+  EXPECT_NE(by["backward/pipeline"].find("D=P/2 - 1"), std::string::npos) << by["backward/pipeline"];
+  EXPECT_NE(by["backward/pipeline"].find("ceil(M/K)"), std::string::npos) << by["backward/pipeline"];
+  // tau(m1) + s + r with m1 = M * fwd_values * value_bytes
+  const std::string ex = by["exchange/synchronous"];
+  for (const char* part : {"s", "r", "M", "fwd_values", "value_bytes"}) EXPECT_NE(ex.find(part), std::string::npos) << ex;
+  EXPECT_TRUE(by.count("exchange/skew")) << "the Paragon's alpha*sqrt(P) belongs to synchronous phases";
+}
+
+// ATM2D (seed 000 s.5.2): T = a + b*lambda + c*lambda^2 at fixed P, lambda = N/Px: the third difference in N
+// of the compiled model vanishes and the second does not (there is a quadratic term).
+TEST(ModelStructure, Atm2dIsQuadraticInLambda) {
+  const auto sk = mksim::skeletons::load_skeleton(example("atm2d"));
+  const auto machine = mksim::sim::load_machine_model(platform("paragon"), 64);
+  const AnalyticModel m = mksim::sim::derive_model(sk, machine, {64, {}, true});
+  auto T = [&](double N) { return m.eval(64, {{"N", N}}); };
+  const double h = 256;
+  const double d2 = T(1024 + 2 * h) - 2 * T(1024 + h) + T(1024);
+  const double d3 = T(1024 + 3 * h) - 3 * T(1024 + 2 * h) + 3 * T(1024 + h) - T(1024);
+  EXPECT_GT(d2, 0);
+  EXPECT_LT(std::fabs(d3), 1e-9 * T(1024));
+  EXPECT_NE(m.formula.find("4*alpha*sqrt(P)*steps"), std::string::npos) << m.formula;
+}
+
+// The compiled expression is the symbolic one: at the derivation point they agree, and T grows with the work.
+TEST(ModelEvaluation, CompiledAgreesWithSymbolic) {
+  const auto sk = mksim::skeletons::load_skeleton(example("pge1"));
+  const auto machine = mksim::sim::load_machine_model(platform("t3e"), 32);
+  const AnalyticModel m = mksim::sim::derive_model(sk, machine, {32, {{"K", 8}}, true});
+  EXPECT_NEAR(m.eval(32, {}), m.value_s, 1e-12 * m.value_s);
+  EXPECT_GT(m.eval(32, {{"N", 4096}}), m.eval(32, {{"N", 1024}}));
+  EXPECT_THROW(mksim::sim::derivative(m, "nosuch"), std::invalid_argument);
+}
+
+TEST(ModelErrors, MoreRanksThanHostsNamesThePlatform) {
+  try {
+    mksim::sim::load_machine_model(platform("paragon"), 300);
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("paragon.xml: P=300 ranks but the platform has only 256"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ModelErrors, ParameterShadowingAMachineSymbolIsRefused) {
+  const auto sk = mksim::skeletons::parse_skeleton(
+      R"({"format": "mksim-skeleton", "version": 1, "params": {"s": 3},
+          "body": [{"op": "compute", "seconds": "s"}]})",
+      "shadow.json");
+  mksim::sim::MachineModel machine;
+  machine.speed_flops = [](int) { return 1e9; };
+  EXPECT_THROW(mksim::sim::derive_model(sk, machine, {4, {}, true}), mksim::skeletons::SkeletonError);
+}
+
+// A hand-made machine gives exact closed forms: a ring exchange of m bytes, then compute, repeated.
+TEST(ModelClosedForm, RingExchangeIsTauPlusOverheads) {
+  const auto sk = mksim::skeletons::parse_skeleton(R"({"format": "mksim-skeleton", "version": 1,
+      "params": {"n": 10, "m": 1000},
+      "body": [{"op": "loop", "count": "n", "body": [
+        {"op": "irecv", "peer": "(rank - 1) % P", "size": "m", "phase": "ring"},
+        {"op": "isend", "peer": "(rank + 1) % P", "size": "m", "phase": "ring"},
+        {"op": "waitall", "phase": "ring"},
+        {"op": "compute", "flops": "1e6", "phase": "work"}]}]})",
+                                                   "ring.json");
+  mksim::sim::MachineModel machine;
+  machine.send_overhead_s = 2e-6;
+  machine.recv_overhead_s = 3e-6;
+  machine.per_message_overhead_s = 1e-6;
+  machine.speed_flops = [](int) { return 1e9; };
+  machine.route = [](int, int) { return mksim::sim::RouteFigures{5e-6, 1e9}; };
+  const AnalyticModel m = mksim::sim::derive_model(sk, machine, {8, {}, true});
+  // per step: s + tau(m) + r + o + 1e6 / 1e9
+  const double step = 2e-6 + (5e-6 + 1000 / 1e9) + 3e-6 + 1e-6 + 1e-3;
+  EXPECT_NEAR(m.value_s, 10 * step, 1e-12);
+  EXPECT_EQ(m.classes, 1);
+  EXPECT_NEAR(m.eval(8, {{"n", 20}}), 20 * step, 1e-12);
+  // dT/dm = n * beta and dT/dn = step, compiled from the symbolic derivative
+  std::string text;
+  const auto dm = mksim::sim::derivative(m, "m", &text);
+  EXPECT_NEAR(dm.eval(m.frame(8, {})), 10 * 1e-9, 1e-18) << text;
+  const auto dn = mksim::sim::derivative(m, "n");
+  EXPECT_NEAR(dn.eval(m.frame(8, {{"m", 5000}})), step + 4000 / 1e9, 1e-15);
+}
+
+}  // namespace
+
+// `mksim model` end to end: the expression, the breakdown, the cross-check, and its errors.
+namespace {
+
+struct CliRun {
+  int code;
+  std::string out, err;
+};
+
+CliRun mksim_cli(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int code = mksim::sim::run_cli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+}  // namespace
+
+TEST(ModelCli, Pge1CrossCheckAgreesAndNamesTheDepth) {
+  const auto r = mksim_cli({"model", "--platform", "paragon", "--P", "32", "--skeleton", "pge1", "--cross-check"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("pipeline of depth D=P-1"), std::string::npos) << r.out;
+  const auto at = r.out.find("difference ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const double pct = std::stod(r.out.substr(at + 11));
+  EXPECT_LT(std::fabs(pct), 1.0) << r.out;
+}
+
+TEST(ModelCli, JsonIsParseableAndCarriesTheValue) {
+  const auto r = mksim_cli({"model", "--platform", "t3e", "--P", "16", "--skeleton", "cg", "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j.at("T_s").get<double>(), 0);
+  EXPECT_EQ(j.at("P").get<int>(), 16);
+  EXPECT_FALSE(j.at("terms").empty());
+}
+
+TEST(ModelCli, BadFormatIsAUsageError) {
+  const auto r = mksim_cli({"model", "--platform", "t3e", "--P", "16", "--format", "pdf"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--format must be text, latex or json"), std::string::npos) << r.err;
+}
+
+TEST(ModelCli, TooManyRanksFailsNamingThePlatform) {
+  const auto r = mksim_cli({"model", "--platform", "paragon", "--P", "512"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("paragon.xml: P=512 ranks but the platform has only 256 compute hosts"), std::string::npos) << r.err;
+}
+
+TEST(ModelCli, OptimizeSpeedupAndCompareAnswer) {
+  auto r = mksim_cli({"model", "--platform", "paragon", "--P", "16", "--skeleton", "pge1", "--no-skew", "--optimize", "K",
+                      "--range", "1..256", "--Ps", "8,16", "--speedup"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\n  16  16  "), std::string::npos) << r.out;  // P=16: best K=16 (replay agrees: model_queries_test)
+  EXPECT_NE(r.out.find("speedup (T(1) from the model at P=1)"), std::string::npos) << r.out;
+  r = mksim_cli({"model", "--platform", "paragon", "--P", "16", "--skeleton", "pge1", "--optimize", "K"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--optimize needs --range LO..HI"), std::string::npos) << r.err;
+}
+
+TEST(ModelCli, CompareFindsTheStripVersusGridCrossing) {
+  const auto r = mksim_cli({"compare", "--platform", "t3e", "--skeleton", "atm1d", "--vs-skeleton", "atm2d", "--scan", "P=16..256",
+                            "--param", "N=256", "--no-skew"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("crossing at P = 64 (between 60 and 64): atm1d@t3e faster below, atm2d@t3e above"), std::string::npos) << r.out;
+}
