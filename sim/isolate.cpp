@@ -48,29 +48,25 @@ results::RunResult run_result_from_json(const std::string& text) {
   return r;
 }
 
-results::RunResult replay_in_child(const skeletons::Skeleton& skeleton, const ReplayOptions& options) {
+ChildResult run_in_child(const std::function<std::string()>& work, const std::function<int(const std::exception&)>& code_of,
+                         const std::string& what) {
   int fds[2];
-  if (pipe(fds) != 0) throw ReplayError(std::string("cannot create a pipe: ") + std::strerror(errno));
+  if (pipe(fds) != 0) throw std::runtime_error(what + ": cannot create a pipe: " + std::strerror(errno));
   const pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
-    throw ReplayError(std::string("cannot fork: ") + std::strerror(errno));
+    throw std::runtime_error(what + ": cannot fork: " + std::strerror(errno));
   }
   if (pid == 0) {
     close(fds[0]);
     std::string msg;
     int code = 0;
     try {
-      ReplayOptions o = options;
-      o.warnings = nullptr;
-      msg = run_result_to_json(replay(skeleton, o));
-    } catch (const DeadlockError& e) {
-      msg = e.what();
-      code = 3;
+      msg = work();
     } catch (const std::exception& e) {
       msg = e.what();
-      code = 1;
+      code = code_of(e);
     }
     const char* p = msg.data();
     std::size_t left = msg.size();
@@ -87,25 +83,41 @@ results::RunResult replay_in_child(const skeletons::Skeleton& skeleton, const Re
     _exit(code);
   }
   close(fds[1]);
-  std::string text;
+  ChildResult out;
   char buf[65536];
   while (true) {
     const ssize_t n = read(fds[0], buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
+    out.output.append(buf, static_cast<std::size_t>(n));
   }
   close(fds[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFSIGNALED(status))
-    throw ReplayError("the simulation process was killed by signal " + std::to_string(WTERMSIG(status)) +
-                      (WTERMSIG(status) == SIGKILL ? " (out of memory?)" : ""));
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-  if (code == 3) throw DeadlockError(text);
-  if (code != 0) throw ReplayError(text);
-  return run_result_from_json(text);
+    throw std::runtime_error(what + ": the child process was killed by signal " + std::to_string(WTERMSIG(status)) +
+                             (WTERMSIG(status) == SIGKILL ? " (out of memory?)" : ""));
+  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  return out;
+}
+
+results::RunResult replay_in_child(const skeletons::Skeleton& skeleton, const ReplayOptions& options) {
+  ChildResult r;
+  try {
+    r = run_in_child(
+        [&] {
+          ReplayOptions o = options;
+          o.warnings = nullptr;
+          return run_result_to_json(replay(skeleton, o));
+        },
+        [](const std::exception& e) { return dynamic_cast<const DeadlockError*>(&e) ? 3 : 1; }, "the simulation");
+  } catch (const std::runtime_error& e) {
+    throw ReplayError(e.what());
+  }
+  if (r.code == 3) throw DeadlockError(r.output);
+  if (r.code != 0) throw ReplayError(r.output);
+  return run_result_from_json(r.output);
 }
 
 }  // namespace mksim::sim

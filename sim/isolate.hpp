@@ -4,7 +4,22 @@
 
 #include "sim/replay.hpp"
 
+#include <functional>
+#include <string>
+
 namespace mksim::sim {
+
+/** @brief What a child process left: its exit code and the bytes it wrote. */
+struct ChildResult {
+  int code = 0;
+  std::string output;
+};
+
+/** @brief Runs work() in a forked child and returns what it wrote (exit code 0), or the message of the
+ *  exception it threw with the code `code_of` gives it. Throws std::runtime_error when the child cannot be
+ *  started or is killed by a signal (naming `what`). */
+ChildResult run_in_child(const std::function<std::string()>& work, const std::function<int(const std::exception&)>& code_of,
+                         const std::string& what);
 
 /** @brief replay() in a child process; the same result, or the same exception type (DeadlockError,
  *  ReplayError, skeletons::SkeletonError as ReplayError) with the child's message. The caller's process

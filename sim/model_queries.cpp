@@ -3,6 +3,7 @@
 // isospeed is the skeleton's compute summed over ranks (not the model's critical path, which holds only one rank).
 #include "sim/model_queries.hpp"
 
+#include "sim/isolate.hpp"
 #include "sim/machine_model.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/skeleton_io.hpp"
@@ -21,8 +22,6 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace mksim::sim {
 
@@ -238,20 +237,6 @@ void build_crossings(RangeComparison& out, const std::function<std::pair<double,
       ++next_crossing;
     }
     out.segments.push_back(seg);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Child-to-parent transfer of a machine table.
-
-void write_all(int fd, const void* data, std::size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
-    p += w;
-    n -= static_cast<std::size_t>(w);
   }
 }
 
@@ -546,68 +531,36 @@ RangeComparison compare_range(const Contender& a, const Contender& b, const Rang
 MachineModel tabulate_machine_model(const std::string& platform_path, int P) {
   if (P < 1 || P > 2048)
     throw std::invalid_argument("tabulate_machine_model: P=" + std::to_string(P) + " outside [1, 2048] (the table holds P^2 routes)");
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error(std::string("tabulate_machine_model: cannot create a pipe: ") + std::strerror(errno));
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    throw std::runtime_error(std::string("tabulate_machine_model: cannot fork: ") + std::strerror(errno));
-  }
   const auto n = static_cast<std::size_t>(P);
-  if (pid == 0) {  // child: header line (JSON), then speeds and (latency, bandwidth) per pair as raw doubles
-    close(fds[0]);
-    int code = 0;
-    try {
-      const MachineModel m = load_machine_model(platform_path, P);
-      nlohmann::json h = {{"name", m.name},
-                          {"s", m.send_overhead_s},
-                          {"r", m.recv_overhead_s},
-                          {"o", m.per_message_overhead_s},
-                          {"alpha", m.skew_alpha_s},
-                          {"eager", m.eager_threshold_bytes}};
-      const std::string line = "OK " + h.dump() + "\n";
-      write_all(fds[1], line.data(), line.size());
-      std::vector<double> row(2 * n);
-      std::vector<double> speeds(n);
-      for (std::size_t i = 0; i < n; ++i) speeds[i] = m.speed_flops(static_cast<int>(i));
-      write_all(fds[1], speeds.data(), n * sizeof(double));
-      for (std::size_t i = 0; i < n; ++i) {
-        for (std::size_t j = 0; j < n; ++j) {
-          const RouteFigures f = m.route(static_cast<int>(i), static_cast<int>(j));
-          row[2 * j] = f.latency_s;
-          row[2 * j + 1] = f.bandwidth_Bps;
-        }
-        write_all(fds[1], row.data(), row.size() * sizeof(double));
-      }
-    } catch (const std::exception& e) {
-      const std::string msg = std::string("ERR ") + e.what() + "\n";
-      write_all(fds[1], msg.data(), msg.size());
-      code = 1;
-    }
-    close(fds[1]);
-    _exit(code);
-  }
-  close(fds[1]);
-  std::string data;
-  char buf[65536];
-  while (true) {
-    const ssize_t r = read(fds[0], buf, sizeof buf);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    data.append(buf, static_cast<std::size_t>(r));
-  }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  // the child: a header line (JSON), then speeds and (latency, bandwidth) per pair as raw doubles
+  const ChildResult child = run_in_child(
+      [&] {
+        const MachineModel m = load_machine_model(platform_path, P);
+        nlohmann::json h = {{"name", m.name},
+                            {"s", m.send_overhead_s},
+                            {"r", m.recv_overhead_s},
+                            {"o", m.per_message_overhead_s},
+                            {"alpha", m.skew_alpha_s},
+                            {"eager", m.eager_threshold_bytes}};
+        std::string out = "OK " + h.dump() + "\n";
+        std::vector<double> values(n + 2 * n * n);
+        for (std::size_t i = 0; i < n; ++i) values[i] = m.speed_flops(static_cast<int>(i));
+        for (std::size_t i = 0; i < n; ++i)
+          for (std::size_t j = 0; j < n; ++j) {
+            const RouteFigures f = m.route(static_cast<int>(i), static_cast<int>(j));
+            values[n + 2 * (i * n + j)] = f.latency_s;
+            values[n + 2 * (i * n + j) + 1] = f.bandwidth_Bps;
+          }
+        out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double));
+        return out;
+      },
+      [](const std::exception&) { return 1; }, "tabulate_machine_model: " + platform_path);
+  if (child.code != 0) throw std::runtime_error(child.output);
+  const std::string& data = child.output;
   const std::size_t eol = data.find('\n');
-  if (data.rfind("ERR ", 0) == 0) throw std::runtime_error(data.substr(4, eol == std::string::npos ? std::string::npos : eol - 4));
   const std::size_t expected = (n + 2 * n * n) * sizeof(double);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || eol == std::string::npos || data.rfind("OK ", 0) != 0 ||
-      data.size() - eol - 1 != expected)
-    throw std::runtime_error("tabulate_machine_model: " + platform_path + ": the platform process failed" +
-                             (WIFSIGNALED(status) ? " (signal " + std::to_string(WTERMSIG(status)) + ")" : std::string()));
+  if (eol == std::string::npos || data.rfind("OK ", 0) != 0 || data.size() - eol - 1 != expected)
+    throw std::runtime_error("tabulate_machine_model: " + platform_path + ": the platform process failed");
   const nlohmann::json h = nlohmann::json::parse(data.substr(3, eol - 3));
   auto table = std::make_shared<std::vector<double>>(n + 2 * n * n);
   std::memcpy(table->data(), data.data() + eol + 1, expected);
