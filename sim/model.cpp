@@ -1008,9 +1008,20 @@ class ClassCoster {
     PipeMsg msg;
     Cost work;
     collect_pipe(l.body, label, msg, work);
-    if (l.var_slot >= 0) {
+    // Blocks of different sizes (K not dividing M: the last one short): the fill carries the first block,
+    // the blocks' work adds up over all of them, and the chain's last rank finishes the short last block
+    // min(s, Delta) sooner, Delta = (W_first - W_last) + (tau_first - tau_last) (from the chain's recurrence).
+    Cost work_first = work;
+    ex m_first = msg.m, m_last = msg.m, W_last = 0;
+    bool uneven = false;
+    if (l.var_slot >= 0 && (work.total().has(iteration_) || msg.m.has(iteration_))) {
+      for (auto& part : work_first.parts) part.second = part.second.subs(iteration_ == 0);
+      W_last = work.total().subs(iteration_ == B - 1);
+      m_first = msg.m.subs(iteration_ == 0);
+      m_last = msg.m.subs(iteration_ == B - 1);
       work = average(work, B);
       msg.m = average(msg.m, B);
+      uneven = true;  // in general; the terms vanish where the blocks are equal (K divides M)
     }
     const LabelFacts& f = labels_.at(label);
     ex D = fn::number(f.depth);
@@ -1024,10 +1035,12 @@ class ClassCoster {
     const ex W = work.total();
     std::tie(msg.L, msg.beta) = mean_route(label);
     const ex tau = msg.L + msg.m * msg.beta;
+    const ex tau_fill = uneven ? ex(msg.L + m_first * msg.beta) : tau;
     Item it;
     it.phase = true;
     it.label = label;
-    it.cost.add(work, D + B);
+    it.cost.add(work_first, D);
+    it.cost.add(work, B);
     // Remain per block: s + r + o + W, or the link's time for the message when that is longer. A blocking
     // send above the eager threshold (rendezvous) holds its sender for the transfer, and the receiver posts
     // its next receive only once its own send is done, so no transfer overlaps another: + 2 tau(m) per block.
@@ -1038,8 +1051,10 @@ class ClassCoster {
     }
     // MK's Fill + Remain, and the chain's ends: its last processor does not send and pays o per hop of the
     // fill (exact for a chain of eager messages: Fill + Remain + D*o - (s + r + o)).
-    const ex ends = msg.rendezvous ? ex(0) : ex(D * ms_.o - (ms_.s + ms_.r + ms_.o));
-    it.cost.add(label, "pipeline", D * (tau + ms_.s + ms_.r) + B * remain + ends);
+    ex ends = msg.rendezvous ? ex(0) : ex(D * ms_.o - (ms_.s + ms_.r + ms_.o));
+    if (uneven && !msg.rendezvous)
+      ends -= fn::mk_min(ms_.s, (work_first.total() - W_last) + (m_first - m_last) * msg.beta);
+    it.cost.add(label, "pipeline", D * (tau_fill + ms_.s + ms_.r) + B * remain + ends);
     (void)block;
     return it;
   }
@@ -1133,11 +1148,10 @@ class ClassCoster {
         return x.map(*this);
       }
     } blocks(iteration_, count);
-    const ex mean = blocks(e).subs(iteration_ == (count - 1) / 2);
-    const ex first = e.subs(iteration_ == 0);
-    if (same_value(first, mean)) return first;
+    // The same form at every point (not the first iteration's where it happens to agree here): the
+    // queries evaluate it at other K, where the blocks no longer divide M.
     notes_.insert("a loop variable is averaged over its iterations (block sizes min(K, M - b*K) as M/ceil(M/K), the rest at the mean iteration)");
-    return mean;
+    return blocks(e).subs(iteration_ == (count - 1) / 2);
   }
 
   Cost average(const Cost& c, const ex& count) {
