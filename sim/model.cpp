@@ -775,9 +775,9 @@ class ClassCoster {
  public:
   ClassCoster(const sk::Skeleton& skel, const MachineModel& m, const ModelOptions& opt, Translator& tr,
               std::map<std::string, LabelFacts>& labels, MachineSyms& ms, std::vector<double>& frame, int rank,
-              const std::vector<double>& decisions, std::set<std::string>& notes, const GiNaC::exmap& point)
+              const std::vector<double>& decisions, std::set<std::string>& notes)
       : skel_(skel), m_(m), opt_(opt), tr_(tr), labels_(labels), ms_(ms), frame_(frame), rank_(rank),
-        decisions_(decisions), notes_(notes), point_(point) {}
+        decisions_(decisions), notes_(notes) {}
 
   Cost run(const sk::Body& b) { return seq(b); }
 
@@ -793,7 +793,6 @@ class ClassCoster {
   const std::vector<double>& decisions_;
   std::size_t next_ = 0;
   std::set<std::string>& notes_;
-  GiNaC::exmap point_;
   symbol iteration_{"iteration"};  ///< the current loop variable while a loop body is costed
 
   /** @brief An exchange under way: ops of one label up to their completion. */
@@ -973,7 +972,7 @@ class ClassCoster {
     serial(label_of(block), "compute", amount, items, x);
   }
 
-  void step(int block, const sk::Loop& l, std::vector<Item>& items, Exchange& x) {
+  void step(int, const sk::Loop& l, std::vector<Item>& items, Exchange& x) {
     const double d = decision();
     if (d == -1) return;  // does not run at this P for this class
     ex count = tr_(l.count);
@@ -986,7 +985,7 @@ class ClassCoster {
     const std::string pipe = pipeline_label(l.body);
     if (!pipe.empty()) {
       close(x, items);
-      items.push_back(pipeline(block, l, count, pipe));
+      items.push_back(pipeline(l, count, pipe));
     } else {
       Cost body = seq_at_mean(l, count);
       if (x.open) x.work.add(body, count);
@@ -1003,7 +1002,7 @@ class ClassCoster {
 
   /** @brief MK s.4.1 pipeline: Fill = D*(tau(m)+s+r+W), Remain = B*max(s+r+o+W, m*beta). D counts the chain's
    *  edges (the paper's D-1 with D processors); the max with m*beta is the link's limit on the rate. */
-  Item pipeline(int block, const sk::Loop& l, const ex& B, const std::string& label) {
+  Item pipeline(const sk::Loop& l, const ex& B, const std::string& label) {
     // W: this class's work per iteration; m, tau: its messages of the label (sends, else receives)
     PipeMsg msg;
     Cost work;
@@ -1055,7 +1054,6 @@ class ClassCoster {
     if (uneven && !msg.rendezvous)
       ends -= fn::mk_min(ms_.s, (work_first.total() - W_last) + (m_first - m_last) * msg.beta);
     it.cost.add(label, "pipeline", D * (tau_fill + ms_.s + ms_.r) + B * remain + ends);
-    (void)block;
     return it;
   }
 
@@ -1111,15 +1109,6 @@ class ClassCoster {
     }
   }
 
-  /** @brief Both forms evaluate to the same number at the model's point. */
-  bool same_value(const ex& a, const ex& b) const {
-    GiNaC::exmap all = point_;
-    for (const auto& [k, v] : ms_.values) all[k] = v;
-    const ex va = a.subs(all).evalf(), vb = b.subs(all).evalf();
-    if (!GiNaC::is_exactly_a<numeric>(va) || !GiNaC::is_exactly_a<numeric>(vb)) return false;
-    const double x = GiNaC::ex_to<numeric>(va).to_double(), y = GiNaC::ex_to<numeric>(vb).to_double();
-    return std::fabs(x - y) <= 1e-12 * std::max({std::fabs(x), std::fabs(y), 1e-300});
-  }
 
   /** @brief A loop body's cost, averaged over the loop's iterations (its variable is the symbol iteration_). */
   Cost seq_at_mean(const sk::Loop& l, const ex& count) {
@@ -1491,9 +1480,7 @@ AnalyticModel derive_model(const sk::Skeleton& skel, const MachineModel& m, cons
       const double speed = m.speed_flops ? m.speed_flops(rep) : 1.0;
       if (std::fabs(speed - speed0) > 1e-9 * speed0) notes.insert("hosts differ in speed: F is rank 0's host's; others scaled");
       std::vector<double> rest(decisions.begin() + 1, decisions.end());
-      GiNaC::exmap here = point_values;
-      here[tr.rank_sym] = rep;
-      ClassCoster coster(skel, m, opt, tr, labels, ms, frame, rep, rest, notes, here);
+      ClassCoster coster(skel, m, opt, tr, labels, ms, frame, rep, rest, notes);
       Cost c = coster.run(skel.groups.at(static_cast<std::size_t>(g)).body);
       GiNaC::exmap at_rank{{tr.rank_sym, rep}};
       Cost fixed;
