@@ -107,53 +107,273 @@ struct ShapeSeqs {
   std::vector<const Seq*> seqs;  // per member of the shape; same structure
 };
 
-// The identity of a unit within a level: a call by its key and how many times the key came before it
-// in the same sequence, a loop by how many loops came before it, the tail.
-using UnitId = std::tuple<int, std::uint64_t, std::size_t>;
+// The identity of a unit within a level: (type, key, anchor, occurrence). A loop is the loop node it was
+// matched with (LoopMatcher); a call whose key no shape repeats at this level is its key; a call whose
+// key repeats (without call sites: every MPI_Waitall is one call point) is its key, the identity of the
+// nearest unit before it that does not repeat (its anchor, SIZE_MAX for none) and how many times the
+// key came since then. So atm2d's waitall after its north exchange is the same call in every rank that
+// exchanges north, whatever exchanges came before it, and not the rank's k-th waitall.
+using UnitId = std::tuple<int, std::uint64_t, std::size_t, std::size_t>;
 
-std::vector<UnitId> unit_ids(const Seq& rep, const std::vector<Unit>& units) {
-  std::vector<UnitId> ids;
-  std::map<std::uint64_t, std::size_t> seen;
-  std::size_t loops = 0;
-  for (const Unit& u : units) {
-    if (u.type == UNode::Type::CALL) {
-      const std::uint64_t k = call_key(std::get<Call>(rep[u.node].op));
-      ids.emplace_back(0, k, seen[k]++);
-    } else if (u.type == UNode::Type::LOOP) {
-      ids.emplace_back(1, 0, loops++);
-    } else {
-      ids.emplace_back(2, 0, 0);
-    }
+// The call keys a loop body runs, nested loops included: what loops of different shapes are matched by.
+void collect_body_keys(const Seq& s, std::set<std::uint64_t>& keys) {
+  for (const Node& n : s) {
+    if (const auto* c = std::get_if<Call>(&n.op)) keys.insert(call_key(*c));
+    else if (const auto* l = std::get_if<Loop>(&n.op)) collect_body_keys(l->body, keys);
   }
-  return ids;
 }
 
-// Builds one level of the union program from every shape's sequences at that level. The order is a
-// topological order of "comes before" over all shapes (each shape's own order is kept; nodes of
-// different shapes that no shape orders keep the order of the first shape that has them). Shapes that
-// order the same nodes differently make a cycle: then nodes are not shared across those shapes (the
-// program gets one copy per order), which is correct though longer.
-std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs) {
+// Jaccard similarity of two key sets: shared keys over all keys (0 when they share none).
+double key_similarity(const std::set<std::uint64_t>& a, const std::set<std::uint64_t>& b) {
+  std::size_t shared = 0;
+  for (std::uint64_t k : a) shared += b.count(k);
+  const std::size_t all = a.size() + b.size() - shared;
+  return all == 0 ? 0.0 : static_cast<double>(shared) / static_cast<double>(all);
+}
+
+// The loops of one level, matched across shapes by what they contain rather than where they are: each
+// shape's loops, in its order, are aligned with the loop nodes seen so far (in their merged order) by an
+// order-keeping alignment that maximises first the summed similarity of matched body key sets (pairs
+// that share no call key add nothing), then the number of pairs: loops that share nothing still pair up
+// by position between the ones that do (atm2d's red and black ranks run their time steps from different
+// lines). Unmatched loops become new nodes. A shape without some loop (PGE2 at P = 2 has no pipelines
+// before its reduction loop) so no longer shifts the identity of the loops after it.
+class LoopMatcher {
+ public:
+  // The loop node of each of one shape's loops (given by their body key sets, in program order).
+  std::vector<std::size_t> match(const std::vector<std::set<std::uint64_t>>& loops) {
+    const std::size_t n = loops.size(), m = order_.size();
+    using Score = std::pair<double, std::size_t>;  // (summed similarity, pairs), compared in that order
+    auto plus = [](const Score& a, double sim) { return Score{a.first + sim, a.second + 1}; };
+    // best[i][j]: the best alignment of loops i.. with nodes j.. (ties: pair with the earliest node)
+    std::vector<std::vector<Score>> best(n + 1, std::vector<Score>(m + 1, Score{0.0, 0}));
+    std::vector<std::vector<double>> sim(n, std::vector<double>(m, 0.0));
+    for (std::size_t i = n; i-- > 0;)
+      for (std::size_t j = m; j-- > 0;) {
+        sim[i][j] = key_similarity(loops[i], keys_[order_[j]]);
+        best[i][j] = std::max({best[i + 1][j], best[i][j + 1], plus(best[i + 1][j + 1], sim[i][j])});
+      }
+    std::vector<std::size_t> matched(n, SIZE_MAX);  // position in order_ of each loop's node
+    for (std::size_t i = 0, j = 0; i < n && j < m;) {
+      if (best[i][j] == plus(best[i + 1][j + 1], sim[i][j])) {
+        matched[i++] = j++;
+      } else if (best[i][j] == best[i][j + 1]) {
+        ++j;
+      } else {
+        ++i;
+      }
+    }
+    // the merged order: each new loop right after the node of the matched loop before it
+    std::vector<std::size_t> ids(n), merged;
+    std::size_t j = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (matched[i] == SIZE_MAX) {
+        ids[i] = keys_.size();
+        keys_.emplace_back();
+        merged.push_back(ids[i]);
+        continue;
+      }
+      for (; j <= matched[i]; ++j) merged.push_back(order_[j]);
+      ids[i] = order_[matched[i]];
+    }
+    for (; j < m; ++j) merged.push_back(order_[j]);
+    order_ = std::move(merged);
+    for (std::size_t i = 0; i < n; ++i) keys_[ids[i]].insert(loops[i].begin(), loops[i].end());
+    return ids;
+  }
+
+ private:
+  std::vector<std::set<std::uint64_t>> keys_;  // per loop node: the body keys of every loop matched with it
+  std::vector<std::size_t> order_;             // the loop nodes in program order, as far as shapes tell
+};
+
+// The strongly connected components of a directed graph (Tarjan's algorithm, iterative): component
+// index per node.
+std::vector<std::size_t> strong_components(const std::vector<std::set<std::size_t>>& succ) {
+  const std::size_t n = succ.size();
+  constexpr std::size_t NONE = SIZE_MAX;
+  std::vector<std::size_t> index(n, NONE), low(n, 0), comp(n, NONE), stack;
+  std::vector<bool> on_stack(n, false);
+  std::size_t counter = 0, comps = 0;
+  struct Frame {
+    std::size_t v;
+    std::set<std::size_t>::const_iterator next;
+  };
+  for (std::size_t root = 0; root < n; ++root) {
+    if (index[root] != NONE) continue;
+    std::vector<Frame> dfs{{root, succ[root].begin()}};
+    index[root] = low[root] = counter++;
+    stack.push_back(root);
+    on_stack[root] = true;
+    while (!dfs.empty()) {
+      Frame& f = dfs.back();
+      if (f.next != succ[f.v].end()) {
+        const std::size_t w = *f.next++;
+        if (index[w] == NONE) {
+          index[w] = low[w] = counter++;
+          stack.push_back(w);
+          on_stack[w] = true;
+          dfs.push_back({w, succ[w].begin()});
+        } else if (on_stack[w]) {
+          low[f.v] = std::min(low[f.v], index[w]);
+        }
+        continue;
+      }
+      const std::size_t v = f.v;
+      dfs.pop_back();
+      if (!dfs.empty()) low[dfs.back().v] = std::min(low[dfs.back().v], low[v]);
+      if (low[v] == index[v]) {
+        std::size_t w;
+        do {
+          w = stack.back();
+          stack.pop_back();
+          on_stack[w] = false;
+          comp[w] = comps;
+        } while (w != v);
+        ++comps;
+      }
+    }
+  }
+  return comp;
+}
+
+// Whether a graph given as edge set has no cycle (Kahn's algorithm).
+bool acyclic(const std::set<std::pair<std::size_t, std::size_t>>& edges) {
+  std::map<std::size_t, std::size_t> indegree;
+  std::map<std::size_t, std::vector<std::size_t>> succ;
+  for (const auto& [a, b] : edges) {
+    indegree.try_emplace(a, 0);
+    ++indegree[b];
+    succ[a].push_back(b);
+  }
+  std::vector<std::size_t> ready;
+  for (const auto& [v, d] : indegree)
+    if (d == 0) ready.push_back(v);
+  std::size_t done = 0;
+  while (!ready.empty()) {
+    const std::size_t v = ready.back();
+    ready.pop_back();
+    ++done;
+    for (std::size_t w : succ[v])
+      if (--indegree[w] == 0) ready.push_back(w);
+  }
+  return done == indegree.size();
+}
+
+// Builds one level of the union program from every shape's sequences at that level. A unit's identity
+// is its UnitId (calls by key and occurrence, loops by LoopMatcher); the order is a topological order of
+// "comes before" over all shapes (each shape's own order is kept; nodes of different shapes that no shape
+// orders keep the order of the first shape that has them). Shapes that order the same nodes differently
+// make cycles. Then the shapes are put into classes that each agree on one order (greedily, most common
+// shapes first: a shape joins, among the classes it stays acyclic with, the first that already has most
+// of its orderings among the cycles' nodes, else it starts a class; with `per_shape`, every shape is a
+// class of its own), and only the nodes on a cycle (in a strongly connected component of more than one
+// node) get one copy per class; every other node stays shared. The result is acyclic: a cycle would lie
+// within one component, whose copies each take edges from one class only. `shared` is set when a class
+// holds several shapes.
+std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_shape, bool& shared) {
+  // each input's units and their identities
+  struct Walk {
+    std::vector<Unit> units;
+    std::vector<std::size_t> base;  // per unit: its identity's index
+  };
+  std::vector<Walk> walks(inputs.size());
+  std::map<UnitId, std::size_t> base_index;
+  std::vector<UnitId> base_ids;
+  LoopMatcher loops;
+  std::set<std::uint64_t> repeated;  // call keys that some input has more than once at this level
+  for (const ShapeSeqs& in : inputs) {
+    std::set<std::uint64_t> once;
+    for (const Node& n : *in.seqs.front())
+      if (const auto* c = std::get_if<Call>(&n.op); c && !once.insert(call_key(*c)).second) repeated.insert(call_key(*c));
+  }
+  for (std::size_t in = 0; in < inputs.size(); ++in) {
+    const Seq& rep = *inputs[in].seqs.front();
+    Walk& w = walks[in];
+    w.units = units_of(rep);
+    std::vector<std::set<std::uint64_t>> loop_keys;
+    for (const Unit& u : w.units)
+      if (u.type == UNode::Type::LOOP) collect_body_keys(std::get<Loop>(rep[u.node].op).body, loop_keys.emplace_back());
+    const std::vector<std::size_t> loop_ids = loops.match(loop_keys);
+    std::map<std::uint64_t, std::size_t> since_anchor;
+    std::size_t anchor = SIZE_MAX, loop = 0;
+    for (const Unit& u : w.units) {
+      UnitId id{2, 0, 0, 0};
+      if (u.type == UNode::Type::CALL) {
+        const std::uint64_t k = call_key(std::get<Call>(rep[u.node].op));
+        id = repeated.count(k) ? UnitId{0, k, anchor, since_anchor[k]++} : UnitId{0, k, 0, 0};
+      } else if (u.type == UNode::Type::LOOP) {
+        id = {1, 0, loop_ids[loop++], 0};
+      }
+      auto [it, fresh] = base_index.try_emplace(id, base_ids.size());
+      if (fresh) base_ids.push_back(id);
+      w.base.push_back(it->second);
+      if (std::get<0>(id) == 1 || (std::get<0>(id) == 0 && !repeated.count(std::get<1>(id)))) {
+        anchor = it->second;
+        since_anchor.clear();
+      }
+    }
+  }
+  // "comes before" over all inputs, and the nodes on its cycles
+  std::vector<std::set<std::size_t>> base_succ(base_ids.size());
+  for (const Walk& w : walks)
+    for (std::size_t k = 1; k < w.base.size(); ++k) base_succ[w.base[k - 1]].insert(w.base[k]);
+  const std::vector<std::size_t> comp = strong_components(base_succ);
+  std::vector<std::size_t> comp_size(base_ids.size(), 0);
+  for (std::size_t c : comp) ++comp_size[c];
+  auto on_cycle = [&](std::size_t b) { return comp_size[comp[b]] > 1; };
+  // classes of inputs that agree on the order of the cycles' nodes
+  std::vector<std::size_t> class_of(inputs.size(), 0);
+  std::vector<std::set<std::pair<std::size_t, std::size_t>>> classes;  // edges inside components, per class
+  std::vector<std::size_t> class_size;
+  bool cyclic = false;
+  for (std::size_t b = 0; b < base_ids.size(); ++b) cyclic = cyclic || on_cycle(b);
+  for (std::size_t in = 0; cyclic && in < inputs.size(); ++in) {
+    std::set<std::pair<std::size_t, std::size_t>> own;
+    const Walk& w = walks[in];
+    for (std::size_t k = 1; k < w.base.size(); ++k)
+      if (on_cycle(w.base[k]) && comp[w.base[k - 1]] == comp[w.base[k]]) own.emplace(w.base[k - 1], w.base[k]);
+    std::size_t chosen = SIZE_MAX, chosen_agree = 0;
+    for (std::size_t c = 0; !per_shape && c < classes.size(); ++c) {
+      std::size_t agree = 0;
+      for (const auto& e : own) agree += classes[c].count(e);
+      if (chosen != SIZE_MAX && agree <= chosen_agree) continue;
+      std::set<std::pair<std::size_t, std::size_t>> joined = classes[c];
+      joined.insert(own.begin(), own.end());
+      if (!acyclic(joined)) continue;
+      chosen = c;
+      chosen_agree = agree;
+    }
+    if (chosen == SIZE_MAX) {
+      chosen = classes.size();
+      classes.emplace_back();
+      class_size.push_back(0);
+    }
+    classes[chosen].insert(own.begin(), own.end());
+    class_of[in] = chosen;
+    if (++class_size[chosen] > 1) shared = true;
+  }
+
+  // the union nodes: one per identity, or per identity and class on a cycle
   struct Info {
     UNode node;
     std::pair<std::size_t, std::size_t> priority;  // (input index, position): first appearance
     std::vector<std::pair<std::size_t, Unit>> loops; // LOOP: (input index, unit) per input
   };
-  std::map<UnitId, std::size_t> index;
+  std::map<std::pair<std::size_t, std::size_t>, std::size_t> index;  // (identity, class or 0) -> node
   std::vector<Info> nodes;
   std::vector<std::set<std::size_t>> succ;
   std::vector<std::size_t> indegree;
   for (std::size_t in = 0; in < inputs.size(); ++in) {
-    const Seq& rep = *inputs[in].seqs.front();
-    const std::vector<Unit> units = units_of(rep);
-    const std::vector<UnitId> ids = unit_ids(rep, units);
+    const Walk& w = walks[in];
     std::size_t prev = SIZE_MAX;
-    for (std::size_t k = 0; k < units.size(); ++k) {
-      auto [it, fresh] = index.try_emplace(ids[k], nodes.size());
+    for (std::size_t k = 0; k < w.units.size(); ++k) {
+      const std::size_t b = w.base[k];
+      auto [it, fresh] = index.try_emplace({b, on_cycle(b) ? class_of[in] : 0}, nodes.size());
       if (fresh) {
         Info info;
-        info.node.type = units[k].type;
-        info.node.key = std::get<1>(ids[k]);
+        info.node.type = w.units[k].type;
+        info.node.key = info.node.type == UNode::Type::CALL ? std::get<1>(base_ids[b]) : 0;
         info.priority = {in, k};
         nodes.push_back(std::move(info));
         succ.emplace_back();
@@ -163,11 +383,11 @@ std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs) {
       Occ o;
       o.shape = inputs[in].shape;
       for (const Seq* sq : inputs[in].seqs) {
-        o.nodes.push_back(units[k].type == UNode::Type::TAIL ? nullptr : &(*sq)[units[k].node]);
-        o.gaps.push_back(units[k].gap >= 0 ? &(*sq)[static_cast<std::size_t>(units[k].gap)] : nullptr);
+        o.nodes.push_back(w.units[k].type == UNode::Type::TAIL ? nullptr : &(*sq)[w.units[k].node]);
+        o.gaps.push_back(w.units[k].gap >= 0 ? &(*sq)[static_cast<std::size_t>(w.units[k].gap)] : nullptr);
       }
       nodes[id].node.occ.push_back(std::move(o));
-      if (units[k].type == UNode::Type::LOOP) nodes[id].loops.emplace_back(in, units[k]);
+      if (w.units[k].type == UNode::Type::LOOP) nodes[id].loops.emplace_back(in, w.units[k]);
       if (prev != SIZE_MAX && succ[prev].insert(id).second) ++indegree[id];
       prev = id;
     }
@@ -184,23 +404,7 @@ std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs) {
     for (std::size_t j : succ[i])
       if (--indegree[j] == 0) ready.insert({nodes[j].priority, j});
   }
-  if (order.size() != nodes.size()) {
-    // a cycle: build each input's level separately and concatenate (tails merged at the end)
-    std::vector<UNode> all;
-    UNode tail;
-    tail.type = UNode::Type::TAIL;
-    for (const ShapeSeqs& in : inputs) {
-      std::vector<UNode> one = build_level({in});
-      for (UNode& u : one) {
-        if (u.type == UNode::Type::TAIL)
-          for (Occ& o : u.occ) tail.occ.push_back(std::move(o));
-        else
-          all.push_back(std::move(u));
-      }
-    }
-    all.push_back(std::move(tail));
-    return all;
-  }
+  if (order.size() != nodes.size()) throw std::logic_error("build_level: the union of classes that agree on an order has a cycle");
   std::vector<UNode> level;
   for (std::size_t i : order) {
     Info& info = nodes[i];
@@ -212,7 +416,7 @@ std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs) {
         for (const Seq* sq : inputs[in].seqs) b.seqs.push_back(&std::get<Loop>((*sq)[unit.node].op).body);
         bodies.push_back(std::move(b));
       }
-      info.node.body = build_level(bodies);
+      info.node.body = build_level(bodies, per_shape, shared);
     }
     level.push_back(std::move(info.node));
   }
@@ -249,12 +453,26 @@ class Builder {
       for (std::size_t m : shapes_[s]) in.seqs.push_back(members_[m].seq);
       inputs.push_back(std::move(in));
     }
-    std::vector<UNode> program = build_level(inputs);
-    program = nest_regions(std::move(program), true);
     for (const auto& m : members_) collect_waited(*m.seq);
-    if (std::getenv("MKSKEL_DEBUG")) dump(program, 0);
+    nlohmann::json phases = build_phases();
+    // shapes that agree on an order share the copies of a level whose shapes disagree; when the ranks of
+    // such a copy follow no condition on rank, every shape gets its own copy there instead
+    const std::size_t warnings = result.warnings.size(), ambiguities = result.ambiguities.size();
+    bool shared = false;
+    nlohmann::json body;
+    try {
+      body = emit_program(inputs, false, shared);
+    } catch (const BuildError& e) {
+      if (!shared) throw;
+      result.warnings.resize(warnings);
+      result.ambiguities.resize(ambiguities);
+      uses_v2_ = false;
+      last_request_phase_.clear();
+      body = emit_program(inputs, true, shared);
+      result.warnings.push_back(std::string("one copy per shape where shapes order calls differently: the ranks of a copy ") +
+                                "shared by shapes that agree follow no condition on rank (" + e.what() + ")");
+    }
 
-    std::vector<bool> everyone(members_.size(), true);
     nlohmann::json sk;
     sk["format"] = "mksim-skeleton";
     sk["name"] = name();
@@ -264,8 +482,7 @@ class Builder {
     const RunInfo& largest = runs_.back();
     for (const auto& p : params_) params[p] = {{"default", largest.vars.at(p)}, {"doc", "run parameter (traced runs: " + values_of(p) + ")"}};
     sk["params"] = params;
-    nlohmann::json phases = build_phases();
-    sk["body"] = emit_list(program, everyone, "/body");
+    sk["body"] = std::move(body);
     // format v2 only when the skeleton uses it (regions, distributions): others stay readable by v1 readers
     sk["version"] = uses_v2_ ? 2 : 1;
     if (!phases.empty()) sk["phases"] = phases;
@@ -402,6 +619,14 @@ class Builder {
       out.push_back(std::move(j));
     }
     return out;
+  }
+
+  // The union program of the shapes `inputs`, its regions nested, as skeleton blocks.
+  nlohmann::json emit_program(const std::vector<ShapeSeqs>& inputs, bool per_shape, bool& shared) {
+    std::vector<UNode> program = build_level(inputs, per_shape, shared);
+    program = nest_regions(std::move(program), true);
+    if (std::getenv("MKSKEL_DEBUG")) dump(program, 0);
+    return emit_list(program, std::vector<bool>(members_.size(), true), "/body");
   }
 
   void dump(const std::vector<UNode>& list, int depth) const {
@@ -564,9 +789,8 @@ class Builder {
     return in;
   }
 
-  // The condition that is true exactly on `in` in every run.
-  std::string condition(const std::vector<bool>& in, const std::string& where) {
-    if (auto it = predicates_.find(in); it != predicates_.end()) return it->second;
+  // Which ranks of each run are in the member set `in`, for the predicate search.
+  std::vector<RunLabels> labels_of(const std::vector<bool>& in) const {
     std::vector<RunLabels> labels;
     std::map<const RunInfo*, std::size_t> index;
     for (const RunInfo& r : runs_) {
@@ -578,6 +802,13 @@ class Builder {
     }
     for (std::size_t m = 0; m < members_.size(); ++m)
       if (in[m]) labels[index[members_[m].run]].member[static_cast<std::size_t>(members_[m].rank)] = true;
+    return labels;
+  }
+
+  // The condition that is true exactly on `in` in every run.
+  std::string condition(const std::vector<bool>& in, const std::string& where) {
+    if (auto it = predicates_.find(in); it != predicates_.end()) return it->second;
+    const std::vector<RunLabels> labels = labels_of(in);
     GroupPredicate g = find_group_predicate(labels);
     if (!g.found) {
       std::string per_run;
