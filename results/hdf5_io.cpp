@@ -2,16 +2,13 @@
 // Uses the C API behind small RAII handles so that every call is checked and named in the error it raises.
 #include "results/hdf5_io.hpp"
 
+#include "results/hdf5_common.hpp"
+
 #include <hdf5.h>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <initializer_list>
 #include <iterator>
 #include <set>
@@ -24,99 +21,11 @@
 namespace mksim::results {
 namespace {
 
+using namespace detail;
+
 constexpr const char* FORMAT_NAME = "mksim-result";
 constexpr const char* RESERVED_ATTRIBUTES[] = {"format", "format_version", "predicted_time_s", "critical_rank",
                                                "total_messages"};
-
-// Owns one HDF5 identifier and closes it with the matching H5?close.
-class Handle {
- public:
-  Handle() = default;
-  Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
-  Handle(const Handle&) = delete;
-  Handle& operator=(const Handle&) = delete;
-  Handle(Handle&& other) noexcept : id_(std::exchange(other.id_, H5I_INVALID_HID)), close_(other.close_) {}
-  Handle& operator=(Handle&& other) noexcept {
-    if (this != &other) {
-      reset();
-      id_ = std::exchange(other.id_, H5I_INVALID_HID);
-      close_ = other.close_;
-    }
-    return *this;
-  }
-  ~Handle() { reset(); }
-
-  hid_t get() const { return id_; }
-  /** @brief Closes now and returns the status, for closes whose failure matters (the file). */
-  herr_t close() { return id_ < 0 ? 0 : close_(std::exchange(id_, H5I_INVALID_HID)); }
-
- private:
-  void reset() {
-    if (id_ >= 0) close_(std::exchange(id_, H5I_INVALID_HID));
-  }
-  hid_t id_ = H5I_INVALID_HID;
-  herr_t (*close_)(hid_t) = nullptr;
-};
-
-// Keeps HDF5 from printing its error stack to stderr during one call (as H5::Exception::dontPrint does), then
-// restores whatever handler the caller had: the errors are reported through our exceptions instead.
-class QuietHdf5Errors {
- public:
-  QuietHdf5Errors() {
-    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  }
-  QuietHdf5Errors(const QuietHdf5Errors&) = delete;
-  QuietHdf5Errors& operator=(const QuietHdf5Errors&) = delete;
-  ~QuietHdf5Errors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
-
- private:
-  H5E_auto2_t func_ = nullptr;
-  void* data_ = nullptr;
-};
-
-// The most specific message on HDF5's error stack (e.g. "truncated file: eof = ..."), then clears the stack.
-std::string hdf5_detail() {
-  std::string detail;
-  H5Ewalk2(
-      H5E_DEFAULT, H5E_WALK_UPWARD,
-      [](unsigned n, const H5E_error2_t* error, void* out) -> herr_t {
-        if (n == 0 && error->desc != nullptr) {
-          try {
-            *static_cast<std::string*>(out) = std::string(error->func_name) + ": " + error->desc;
-          } catch (...) {
-            return -1;
-          }
-        }
-        return 0;
-      },
-      &detail);
-  H5Eclear2(H5E_DEFAULT);
-  return detail;
-}
-
-// Raises the error of one failed operation on `path`, with HDF5's own explanation when it has one.
-[[noreturn]] void fail(const std::string& path, const std::string& operation) {
-  const std::string detail = hdf5_detail();
-  throw std::runtime_error(path + ": " + operation + (detail.empty() ? "" : " [HDF5: " + detail + "]"));
-}
-
-Handle checked(hid_t id, herr_t (*close)(hid_t), const std::string& path, const std::string& operation) {
-  if (id < 0) fail(path, operation);
-  return Handle(id, close);
-}
-
-void checked(herr_t status, const std::string& path, const std::string& operation) {
-  if (status < 0) fail(path, operation);
-}
-
-// Variable-length UTF-8 string type: what h5py writes for str, and reads back with .asstr().
-Handle utf8_string_type(const std::string& path) {
-  Handle type = checked(H5Tcopy(H5T_C_S1), H5Tclose, path, "copy string type");
-  checked(H5Tset_size(type.get(), H5T_VARIABLE), path, "make string type variable-length");
-  checked(H5Tset_cset(type.get(), H5T_CSET_UTF8), path, "set string type to UTF-8");
-  return type;
-}
 
 template <class Row, class Field>
 auto column_of(const std::vector<Row>& rows, Field field) {
@@ -216,15 +125,7 @@ void validate_for_writing(const std::string& path, const RunResult& result) {
 
 // Writes the whole file at `file_path`; errors name `path` (what the user asked for).
 void write_file(const std::string& path, const std::string& file_path, const RunResult& result) {
-  const Handle fcpl = checked(H5Pcreate(H5P_FILE_CREATE), H5Pclose, path, "create file property list");
-  checked(H5Pset_obj_track_times(fcpl.get(), 0), path, "disable root group time tracking");
-  checked(H5Pset_link_creation_order(fcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED), path,
-          "set root link creation order");
-  const Handle fapl = checked(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, path, "create file access property list");
-  // SEMI: closing the file fails if anything is still open, instead of silently deferring the close.
-  checked(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_SEMI), path, "set file close degree");
-  Handle file = checked(H5Fcreate(file_path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()), H5Fclose, path,
-                        "create temporary file " + file_path);
+  Handle file = create_file(path, file_path);
   {
     Writer writer(path, file.get());
     writer.string_attribute("format", FORMAT_NAME);
@@ -269,16 +170,6 @@ void write_file(const std::string& path, const std::string& file_path, const Run
   checked(file.close(), path, "close (flush) temporary file " + file_path);
 }
 
-// Makes the finished temporary file durable before it is renamed into place.
-void sync_file(const std::string& path, const std::string& file_path) {
-  const int fd = ::open(file_path.c_str(), O_RDONLY);
-  if (fd < 0) throw std::runtime_error(path + ": open " + file_path + " to sync it: " + std::strerror(errno));
-  const int status = ::fsync(fd);
-  const int error = errno;
-  ::close(fd);
-  if (status != 0) throw std::runtime_error(path + ": fsync " + file_path + ": " + std::strerror(error));
-}
-
 // --- reading ---
 
 class Reader {
@@ -313,7 +204,7 @@ class Reader {
     const Handle attr = attribute(name, H5T_STRING, "a string");
     const Handle space = checked(H5Aget_space(attr.get()), H5Sclose, path_, "get space of attribute '" + name + "'");
     const Handle type = checked(H5Aget_type(attr.get()), H5Tclose, path_, "get type of attribute '" + name + "'");
-    std::vector<std::string> values = read_strings(type.get(), space.get(), "root attribute '" + name + "'",
+    std::vector<std::string> values = read_strings(path_, type.get(), space.get(), "root attribute '" + name + "'",
                                                    [&](hid_t memory_type, void* buffer) {
                                                      return H5Aread(attr.get(), memory_type, buffer);
                                                    });
@@ -353,7 +244,7 @@ class Reader {
   }
   std::vector<std::string> strings(const Handle& group, const char* table, const char* name) {
     const Column column = open_column(group, table, name, H5T_STRING, "string");
-    return read_strings(column.type.get(), column.space.get(), column.label, [&](hid_t memory_type, void* buffer) {
+    return read_strings(path_, column.type.get(), column.space.get(), column.label, [&](hid_t memory_type, void* buffer) {
       return H5Dread(column.dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer);
     });
   }
@@ -401,38 +292,6 @@ class Reader {
     if (n > 0)
       checked(H5Dread(column.dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), path_,
               "read " + column.label);
-    return values;
-  }
-
-  // Reads variable-length strings (as written here and by h5py) or fixed-length ones (as numpy writes 'S').
-  template <class Read>
-  std::vector<std::string> read_strings(hid_t file_type, hid_t space, const std::string& label, Read read) {
-    const hssize_t npoints = H5Sget_simple_extent_npoints(space);
-    if (npoints < 0) fail(path_, "get size of " + label);
-    const auto n = static_cast<std::size_t>(npoints);
-    std::vector<std::string> values;
-    values.reserve(n);
-    if (n == 0) return values;
-    const Handle memory_type = checked(H5Tcopy(file_type), H5Tclose, path_, "copy type of " + label);
-    const htri_t variable = H5Tis_variable_str(file_type);
-    if (variable < 0) fail(path_, "inspect type of " + label);
-    if (variable > 0) {
-      std::vector<char*> pointers(n, nullptr);
-      checked(read(memory_type.get(), pointers.data()), path_, "read " + label);
-      for (const char* p : pointers) values.emplace_back(p == nullptr ? "" : p);
-      H5Dvlen_reclaim(memory_type.get(), space, H5P_DEFAULT, pointers.data());
-    } else {
-      const std::size_t size = H5Tget_size(file_type);
-      std::vector<char> buffer(n * size);
-      checked(read(memory_type.get(), buffer.data()), path_, "read " + label);
-      const bool space_padded = H5Tget_strpad(file_type) == H5T_STR_SPACEPAD;
-      for (std::size_t i = 0; i < n; ++i) {
-        std::string value(buffer.data() + i * size, size);
-        const std::size_t end = space_padded ? value.find_last_not_of(' ') + 1 : value.find('\0');
-        if (end != std::string::npos) value.resize(end);
-        values.push_back(std::move(value));
-      }
-    }
     return values;
   }
 
@@ -523,26 +382,13 @@ RunResult read_file(const std::string& path, hid_t file) {
 
 void write_run_hdf5(const std::string& path, const RunResult& result) {
   validate_for_writing(path, result);
-  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
   const QuietHdf5Errors quiet;
-  try {
-    write_file(path, temporary, result);
-    sync_file(path, temporary);
-    if (std::rename(temporary.c_str(), path.c_str()) != 0)
-      throw std::runtime_error(path + ": rename " + temporary + " into place: " + std::strerror(errno));
-  } catch (...) {
-    std::remove(temporary.c_str());
-    throw;
-  }
+  write_atomically(path, [&](const std::string& temporary) { write_file(path, temporary, result); });
 }
 
 RunResult read_run_hdf5(const std::string& path) {
   const QuietHdf5Errors quiet;
-  const Handle fapl = checked(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, path, "create file access property list");
-  // STRONG: closing the file also closes anything an error path left open.
-  checked(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG), path, "set file close degree");
-  const Handle file = checked(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose, path,
-                              "open as HDF5 file");
+  const Handle file = open_for_reading(path);
   return read_file(path, file.get());
 }
 

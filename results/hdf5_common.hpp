@@ -1,0 +1,86 @@
+// Internal to results/: the HDF5 C API behind small RAII handles, checked calls that name the file and the
+// operation, and the atomic write (temporary file, fsync, rename) that every mksim HDF5 file goes through.
+#pragma once
+
+#include <hdf5.h>
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mksim::results::detail {
+
+/** @brief Owns one HDF5 identifier and closes it with the matching H5?close. */
+class Handle {
+ public:
+  Handle() = default;
+  Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  Handle(Handle&& other) noexcept : id_(std::exchange(other.id_, H5I_INVALID_HID)), close_(other.close_) {}
+  Handle& operator=(Handle&& other) noexcept {
+    if (this != &other) {
+      reset();
+      id_ = std::exchange(other.id_, H5I_INVALID_HID);
+      close_ = other.close_;
+    }
+    return *this;
+  }
+  ~Handle() { reset(); }
+
+  hid_t get() const { return id_; }
+  /** @brief Closes now and returns the status, for closes whose failure matters (the file). */
+  herr_t close() { return id_ < 0 ? 0 : close_(std::exchange(id_, H5I_INVALID_HID)); }
+
+ private:
+  void reset() {
+    if (id_ >= 0) close_(std::exchange(id_, H5I_INVALID_HID));
+  }
+  hid_t id_ = H5I_INVALID_HID;
+  herr_t (*close_)(hid_t) = nullptr;
+};
+
+/** @brief Keeps HDF5 from printing its error stack during one call (our exceptions report it), then restores
+ *  whatever handler the caller had. */
+class QuietHdf5Errors {
+ public:
+  QuietHdf5Errors() {
+    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
+  QuietHdf5Errors(const QuietHdf5Errors&) = delete;
+  QuietHdf5Errors& operator=(const QuietHdf5Errors&) = delete;
+  ~QuietHdf5Errors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+
+ private:
+  H5E_auto2_t func_ = nullptr;
+  void* data_ = nullptr;
+};
+
+/** @brief Raises the error of one failed operation on `path`, with HDF5's innermost message when it has one. */
+[[noreturn]] void fail(const std::string& path, const std::string& operation);
+
+/** @brief The handle of a successful call, else fail(path, operation). */
+Handle checked(hid_t id, herr_t (*close)(hid_t), const std::string& path, const std::string& operation);
+void checked(herr_t status, const std::string& path, const std::string& operation);
+
+/** @brief Variable-length UTF-8 string type: what h5py writes for str, and reads back with .asstr(). */
+Handle utf8_string_type(const std::string& path);
+
+/** @brief A new file at `file_path` with no time stamps and tracked link order (errors name `path`). */
+Handle create_file(const std::string& path, const std::string& file_path);
+
+/** @brief Opens `path` read-only (closing it closes whatever an error path left open). */
+Handle open_for_reading(const std::string& path);
+
+/** @brief Calls write(temporary) for a temporary file beside `path`, fsyncs it and renames it over `path`: `path`
+ *  is never half written. The temporary file is removed when anything fails. */
+void write_atomically(const std::string& path, const std::function<void(const std::string& temporary)>& write);
+
+/** @brief Reads variable-length strings (as written here and by h5py) or fixed-length ones (numpy 'S') through
+ *  read(memory_type, buffer); `label` names the object in errors. */
+std::vector<std::string> read_strings(const std::string& path, hid_t file_type, hid_t space, const std::string& label,
+                                      const std::function<herr_t(hid_t, void*)>& read);
+
+}  // namespace mksim::results::detail
