@@ -11,6 +11,7 @@ PKGS=(
   libopenmpi-dev openmpi-bin
   libopen-trace-format2-dev
   python3 time
+  python3-h5py python3-pandas
 )
 missing=()
 for p in "${PKGS[@]}"; do

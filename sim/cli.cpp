@@ -5,11 +5,13 @@
 #include "platforms/generator.hpp"
 #include "results/hdf5_io.hpp"
 #include "results/summary.hpp"
+#include "results/sweep_table.hpp"
 #include "sim/isolate.hpp"
 #include "sim/machine_model.hpp"
 #include "sim/model.hpp"
 #include "sim/model_queries.hpp"
 #include "sim/replay.hpp"
+#include "sim/sweep.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/build/builder.hpp"
 #include "skeletons/skeleton_io.hpp"
@@ -19,12 +21,14 @@
 
 #include <boost/program_options.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
+#include <unistd.h>
 
 #ifndef MKSIM_DATA_DIR
 #define MKSIM_DATA_DIR "."
@@ -87,6 +91,10 @@ const char* USAGE =
     "                   [--constant-time NAME=T0 --range LO..HI] [--isospeed NAME --range LO..HI]\n"
     "       mksim compare --platform FILE --skeleton FILE [--vs-platform FILE] [--vs-skeleton FILE]\n"
     "                     --scan P=LO..HI | NAME=LO..HI [--P N] [--param NAME=VALUE ...] [--no-skew]\n"
+    "       mksim sweep --skeleton FILE --platform A[,B...] --P LIST [--param NAME=LIST ...] [--mode replay|model|both]\n"
+    "                   -o OUT.h5 [--jobs J] [--timeout S] [--memory-limit GIB] [--retry-failed] [--config FILE]\n"
+    "                   [--best NAME [--metric replay|model]]      (LIST: 1,2,4 | 4..4096 | 4..4096:x2 | 1..10:+1)\n"
+    "       mksim sweep --from OUT.h5 --best NAME [--metric replay|model]\n"
     "       mksim platform --machine {ipsc860,paragon,t3e,fattree} --nodes N -o OUT.xml\n"
     "       mksim --version | --help\n";
 
@@ -193,21 +201,41 @@ int cmd_platform(const std::vector<std::string>& args, std::ostream& out) {
 }
 
 /** @brief "4,8,16" or "4..64" (powers of two) or "4..64:+4" (arithmetic) -> list of ranks. */
-std::vector<int> parse_ranks(const std::string& text) {
-  std::vector<int> out;
+std::string fixed_text(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+/** @brief A list of values: "a,b,c", "LO..HI" (doubling), "LO..HI:xF" (times F) or "LO..HI:+S" (step S). */
+std::vector<double> parse_values(const std::string& text, const std::string& option) {
   auto num = [&](const std::string& t) {
     char* end = nullptr;
-    const long v = std::strtol(t.c_str(), &end, 10);
-    if (t.empty() || *end != '\0' || v < 1 || v > 1 << 24) throw UsageError("--Ps: \"" + t + "\" is not a rank count");
-    return static_cast<int>(v);
+    const double v = std::strtod(t.c_str(), &end);
+    if (t.empty() || *end != '\0' || !std::isfinite(v)) throw UsageError(option + ": \"" + t + "\" is not a number");
+    return v;
   };
+  std::vector<double> out;
   if (const auto dots = text.find(".."); dots != std::string::npos) {
-    const auto colon = text.find(":+", dots);
-    const int lo = num(text.substr(0, dots));
-    const int hi = num(text.substr(dots + 2, colon == std::string::npos ? std::string::npos : colon - dots - 2));
-    const int step = colon == std::string::npos ? 0 : num(text.substr(colon + 2));
-    if (lo > hi) throw UsageError("--Ps: empty range \"" + text + "\"");
-    for (long p = lo; p <= hi; p = step ? p + step : p * 2) out.push_back(static_cast<int>(p));
+    const auto colon = text.find(':', dots);
+    const double lo = num(text.substr(0, dots));
+    const double hi = num(text.substr(dots + 2, colon == std::string::npos ? std::string::npos : colon - dots - 2));
+    char how = 'x';
+    double by = 2;
+    if (colon != std::string::npos) {
+      const std::string step = text.substr(colon + 1);
+      if (step.size() < 2 || (step[0] != 'x' && step[0] != '+'))
+        throw UsageError(option + ": \"" + text + "\": the step is :xF (multiply) or :+S (add)");
+      how = step[0];
+      by = num(step.substr(1));
+    }
+    if (lo > hi) throw UsageError(option + ": empty range \"" + text + "\"");
+    if ((how == 'x' && (by <= 1 || lo <= 0)) || (how == '+' && by <= 0))
+      throw UsageError(option + ": \"" + text + "\" never reaches its end");
+    for (double v = lo; v <= hi * (1 + 1e-12); v = how == 'x' ? v * by : v + by) {
+      out.push_back(v);
+      if (out.size() > 1000000) throw UsageError(option + ": \"" + text + "\" has more than a million values");
+    }
     return out;
   }
   std::size_t start = 0;
@@ -216,6 +244,17 @@ std::vector<int> parse_ranks(const std::string& text) {
     out.push_back(num(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
     if (comma == std::string::npos) break;
     start = comma + 1;
+  }
+  return out;
+}
+
+/** @brief Rank counts: as parse_values, each a whole number in [1, 2^24]. */
+std::vector<int> parse_ranks(const std::string& text, const std::string& option = "--Ps") {
+  std::vector<int> out;
+  for (double v : parse_values(text, option)) {
+    if (v != std::floor(v) || v < 1 || v > (1 << 24))
+      throw UsageError(option + ": " + fixed_text(v) + " in \"" + text + "\" is not a rank count");
+    out.push_back(static_cast<int>(v));
   }
   return out;
 }
@@ -380,6 +419,146 @@ int cmd_compare(const std::vector<std::string>& args, std::ostream& out) {
     out << "crossing at " << rc.param << " = " << fixed(c.at) << " (between " << fixed(c.below) << " and " << fixed(c.above) << "): "
         << c.faster_below << " faster below, " << c.faster_above << " above\n";
   return EXIT_OK;
+}
+
+/** @brief Prints which value of `over` is best per combination of the other columns, from a sweep's table. */
+void print_best(const results::SweepTable& table, const std::string& over, const std::string& metric, std::ostream& out) {
+  std::vector<results::BestRow> best;
+  try {
+    best = results::best_over(table, over, metric);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--best: ") + e.what());
+  }
+  if (best.empty()) {
+    out << "best " << over << ": no point with a successful " << metric << " prediction\n";
+    return;
+  }
+  out << "best " << over << " by " << metric << " (least predicted time) for each";
+  for (const auto& [name, value] : best.front().group) out << " " << name;
+  out << ":\n";
+  for (const auto& [name, value] : best.front().group) out << name << "\t";
+  out << over << "\ttime_s\tnext_best_s\tcompared\n";
+  for (const results::BestRow& b : best) {
+    for (const auto& [name, value] : b.group) out << value << "\t";
+    out << b.best << "\t" << fixed(b.time_s) << "\t" << (std::isnan(b.runner_up_s) ? "-" : fixed(b.runner_up_s)) << "\t"
+        << b.candidates << "\n";
+  }
+}
+
+int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("mksim sweep");
+  std::string skeleton, output, mode = "replay", ps_text, config, best, metric, from;
+  std::vector<std::string> platforms, params;
+  int jobs = 0;
+  double timeout = 0, memory_gib = 0;
+  unsigned long long seed = 1;
+  bool retry = false, no_skew = false, quiet = false;
+  desc.add_options()("help,h", "this help")
+      ("skeleton", po::value(&skeleton)->default_value(std::string(MKSIM_DATA_DIR) + "/skeletons/examples/atm2d.json"), "skeleton JSON")
+      ("platform", po::value(&platforms)->composing(), "platform files or bundled names, comma-separated or repeated")
+      ("P", po::value(&ps_text), "rank counts: 4,8,16 | 4..4096 (doubling) | 4..4096:x2 | 4..64:+4")
+      ("param", po::value(&params)->composing(), "NAME=LIST, a parameter's values (repeatable): N=256,512 | K=1..256:x2")
+      ("mode", po::value(&mode)->default_value("replay"), "replay, model or both")
+      ("output,o", po::value(&output), "the table (HDF5); rerunning the same command resumes it")
+      ("jobs,j", po::value(&jobs)->default_value(0), "simulations at once on this host (0: one per core; under mpirun: 1 per rank)")
+      ("timeout", po::value(&timeout)->default_value(0), "seconds a simulation may take before it is killed (0: no limit)")
+      ("memory-limit", po::value(&memory_gib)->default_value(0), "GiB of address space per simulation (0: no limit)")
+      ("retry-failed", po::bool_switch(&retry), "run again the points the table records as failed")
+      ("seed", po::value(&seed)->default_value(1), "seed of replay's per-rank random generators")
+      ("no-skew", po::bool_switch(&no_skew), "leave out the model's skew term alpha*sqrt(P)")
+      ("quiet,q", po::bool_switch(&quiet), "no progress bar")
+      ("config", po::value(&config), "read these options from a file (one NAME = VALUE per line, as on the command line)")
+      ("best", po::value(&best), "then print the best value of this column (K, P, platform...) for each combination of the others")
+      ("metric", po::value(&metric)->default_value(""), "what --best compares: replay or model (default: replay when run)")
+      ("from", po::value(&from), "answer --best from this existing table, without sweeping");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  if (vm.count("help")) {
+    out << USAGE << desc;
+    return EXIT_OK;
+  }
+  if (vm.count("config")) {
+    const std::string file = vm["config"].as<std::string>();
+    std::ifstream in(file);
+    if (!in) throw UsageError(file + ": cannot read the sweep configuration");
+    try {
+      po::store(po::parse_config_file(in, desc), vm);
+    } catch (const po::error& e) {
+      throw UsageError(file + ": " + e.what());
+    }
+  }
+  po::notify(vm);
+  if (!from.empty()) {
+    if (best.empty()) throw UsageError("--from answers --best NAME: give the column to optimise");
+    const results::SweepTable table = results::read_sweep_hdf5(from);
+    print_best(table, best, metric.empty() ? "replay" : metric, out);
+    return EXIT_OK;
+  }
+  if (output.empty()) throw UsageError("sweep: give the output table with -o FILE.h5");
+  if (platforms.empty()) throw UsageError("sweep: give at least one --platform");
+  if (ps_text.empty()) throw UsageError("sweep: give the rank counts with --P (e.g. 4..1024:x2)");
+  if (mode != "replay" && mode != "model" && mode != "both") throw UsageError("--mode must be replay, model or both");
+  if (jobs < 0 || timeout < 0 || memory_gib < 0) throw UsageError("--jobs, --timeout and --memory-limit cannot be negative");
+  {
+    fs::path dir = fs::path(output).parent_path();
+    if (!dir.empty() && !fs::is_directory(dir)) throw UsageError(output + ": directory " + dir.string() + " does not exist");
+  }
+
+  SweepOptions opt;
+  opt.skeleton_path = resolve_data(skeleton, "skeletons/examples");
+  const skeletons::Skeleton sk = skeletons::load_skeleton(opt.skeleton_path);
+  for (const std::string& item : platforms) {
+    std::size_t start = 0;
+    while (start <= item.size()) {
+      const auto comma = item.find(',', start);
+      const std::string name = item.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      const std::string file = resolve_data(name, "platforms");
+      if (name.empty() || !fs::exists(file)) throw UsageError(name + ": no such platform file (bundled: ipsc860, paragon, t3e)");
+      if (std::find(opt.grid.platforms.begin(), opt.grid.platforms.end(), name) != opt.grid.platforms.end())
+        throw UsageError("--platform " + name + " is given twice");
+      opt.grid.platforms.push_back(name);
+      opt.grid.platform_files.push_back(file);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  opt.grid.Ps = parse_ranks(ps_text, "--P");
+  std::map<std::string, std::vector<double>> axes;
+  for (const std::string& item : params) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) throw UsageError("--param expects NAME=LIST, got \"" + item + "\"");
+    const std::string name = item.substr(0, eq);
+    if (name == "P") throw UsageError("give the rank counts with --P, not --param P=");
+    if (axes.count(name)) throw UsageError("--param " + name + " is given twice");
+    if (std::none_of(sk.params.begin(), sk.params.end(), [&](const skeletons::Param& p) { return p.name == name; }))
+      throw UsageError("--param " + name + ": the skeleton has no parameter of that name");
+    axes[name] = parse_values(item.substr(eq + 1), "--param " + name);
+  }
+  for (auto& [name, values] : axes) opt.grid.params.emplace_back(name, std::move(values));
+  opt.replay = mode != "model";
+  opt.model = mode != "replay";
+  opt.skew = !no_skew;
+  opt.seed = seed;
+  opt.output = output;
+  opt.jobs = jobs;
+  opt.timeout_s = timeout;
+  opt.memory_limit_bytes = memory_gib * 1024.0 * 1024.0 * 1024.0;
+  opt.retry_failed = retry;
+  opt.launcher = detect_launcher();
+  opt.progress = &err;
+  opt.progress_bar = !quiet && isatty(STDERR_FILENO);
+  std::string command = "mksim sweep";
+  for (const auto& a : args) command += " " + a;
+  opt.command = command;
+
+  const SweepSummary sum = run_sweep(sk, opt);
+  if (!sum.wrote_table) return EXIT_OK;  // a distributed rank other than 0: rank 0 reports
+  out << "sweep: " << sum.points << " points, " << sum.computed << " results computed, " << sum.reused
+      << " reused from an earlier run, " << sum.failed << " failed" << (sum.failed ? " (their status and *_error columns say why)" : "")
+      << ", " << fixed(sum.wall_s, 3) << " s\n"
+      << "table: " << output << "\n";
+  if (!best.empty()) print_best(results::read_sweep_hdf5(output), best, metric.empty() ? (opt.replay ? "replay" : "model") : metric, out);
+  return sum.failed > 0 ? EXIT_FAILED : EXIT_OK;
 }
 
 int cmd_model(const std::vector<std::string>& args, std::ostream& out) {
@@ -740,6 +919,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (args[0] == "check") return cmd_check(rest, out);
     if (args[0] == "model") return cmd_model(rest, out);
     if (args[0] == "compare") return cmd_compare(rest, out);
+    if (args[0] == "sweep") return cmd_sweep(rest, out, err);
     if (args[0] == "platform") return cmd_platform(rest, out);
     if (!args[0].empty() && args[0][0] != '-') throw UsageError("unknown command \"" + args[0] + "\"");
     return cmd_predict(args, out, err);

@@ -7,8 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <string>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,10 +50,25 @@ results::RunResult run_result_from_json(const std::string& text) {
   return r;
 }
 
-ChildResult run_in_child(const std::function<std::string()>& work, const std::function<int(const std::exception&)>& code_of,
-                         const std::string& what) {
+bool write_all(int fd, const std::string& bytes) {
+  const char* p = bytes.data();
+  std::size_t left = bytes.size();
+  while (left > 0) {
+    const ssize_t n = write(fd, p, left);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      return false;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+Child start_child(const std::function<int(int fd)>& work, const std::string& what) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error(what + ": cannot create a pipe: " + std::strerror(errno));
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
@@ -60,40 +77,49 @@ ChildResult run_in_child(const std::function<std::string()>& work, const std::fu
   }
   if (pid == 0) {
     close(fds[0]);
-    std::string msg;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);  // the parent died before the line above
     int code = 0;
     try {
-      msg = work();
+      code = work(fds[1]);
     } catch (const std::exception& e) {
-      msg = e.what();
-      code = code_of(e);
-    }
-    const char* p = msg.data();
-    std::size_t left = msg.size();
-    while (left > 0) {
-      const ssize_t n = write(fds[1], p, left);
-      if (n <= 0) {
-        if (n < 0 && errno == EINTR) continue;
-        break;
-      }
-      p += n;
-      left -= static_cast<std::size_t>(n);
+      write_all(fds[1], e.what());
+      code = 1;
     }
     close(fds[1]);
     _exit(code);
   }
   close(fds[1]);
+  return Child{pid, fds[0]};
+}
+
+ChildResult run_in_child(const std::function<std::string()>& work, const std::function<int(const std::exception&)>& code_of,
+                         const std::string& what) {
+  const Child child = start_child(
+      [&](int fd) {
+        std::string msg;
+        int code = 0;
+        try {
+          msg = work();
+        } catch (const std::exception& e) {
+          msg = e.what();
+          code = code_of(e);
+        }
+        write_all(fd, msg);
+        return code;
+      },
+      what);
   ChildResult out;
   char buf[65536];
   while (true) {
-    const ssize_t n = read(fds[0], buf, sizeof buf);
+    const ssize_t n = read(child.fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     out.output.append(buf, static_cast<std::size_t>(n));
   }
-  close(fds[0]);
+  close(child.fd);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFSIGNALED(status))
     throw std::runtime_error(what + ": the child process was killed by signal " + std::to_string(WTERMSIG(status)) +

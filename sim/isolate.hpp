@@ -15,6 +15,20 @@ struct ChildResult {
   std::string output;
 };
 
+/** @brief A running child process and the read end of the pipe it writes to. */
+struct Child {
+  int pid = -1;
+  int fd = -1;
+};
+
+/** @brief Forks a child that runs work(write_fd) and leaves with its return value (1, after writing the
+ *  message to the pipe, when it throws). The child dies with its parent (PR_SET_PDEATHSIG). Throws
+ *  std::runtime_error naming `what` when the pipe or the fork fails. */
+Child start_child(const std::function<int(int fd)>& work, const std::string& what);
+
+/** @brief Writes all of `bytes` to `fd` (retrying short writes); false when the reader has gone. */
+bool write_all(int fd, const std::string& bytes);
+
 /** @brief Runs work() in a forked child and returns what it wrote (exit code 0), or the message of the
  *  exception it threw with the code `code_of` gives it. Throws std::runtime_error when the child cannot be
  *  started or is killed by a signal (naming `what`). */
