@@ -1,0 +1,209 @@
+// mkcalib's subcommands: bench (run the MPI microbenchmarks into a resumable database) and show (print it).
+// Options parsed with Boost.Program_options; the work is in mksim::calibration.
+#include "sim/calib_cli.hpp"
+
+#include "calibration/bench.hpp"
+#include "sim/cli.hpp"
+#include "results/calib_db.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <iomanip>
+#include <stdexcept>
+
+#ifndef MKCALIB_MICROBENCH
+#define MKCALIB_MICROBENCH "mkcalib_microbench"
+#endif
+#ifndef MKSIM_VERSION
+#define MKSIM_VERSION "0.0.0"
+#endif
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+namespace mksim::sim {
+namespace {
+
+/** @brief A user error (bad option or input): exit code 2. */
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+const char* USAGE =
+    "usage: mkcalib bench -np N -o FILE.h5 [--machine NAME] [--reps R] [--warmup W] [--max-size BYTES]\n"
+    "                     [--sizes B1,B2,...] [--eager-max BYTES] [--kernels LIST] [--quick] [--min-rep-time S]\n"
+    "                     [--microbench PATH] [--mpirun PATH] [--mpirun-arg ARG ...]\n"
+    "       mkcalib show FILE.h5\n"
+    "       mkcalib --version | --help\n"
+    "kernels: pingpong send_overhead recv_overhead stream shift1d halo2d barrier bcast reduce allreduce\n"
+    "         allgather alltoall gather scatter compute; groups: all p2p overheads patterns collectives\n";
+
+// -np is a long option with one dash (as mpirun spells it); allow_long_disguise accepts it.
+bool parse_options(const std::vector<std::string>& args, const po::options_description& desc,
+                   const po::positional_options_description& positional, std::ostream& out) {
+  po::variables_map vm;
+  const int style = po::command_line_style::default_style | po::command_line_style::allow_long_disguise;
+  po::store(po::command_line_parser(args).options(desc).positional(positional).style(style).run(), vm);
+  if (vm.count("help")) {
+    out << USAGE << desc;
+    return false;
+  }
+  po::notify(vm);
+  return true;
+}
+
+std::vector<std::uint64_t> parse_sizes(const std::string& text) {
+  std::vector<std::uint64_t> sizes;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::size_t used = 0;
+    unsigned long long value = 0;
+    try {
+      value = std::stoull(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || item[0] == '-')
+      throw UsageError("--sizes: \"" + item + "\" is not a size in bytes");
+    sizes.push_back(value);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+results::CalibDb read_input(const std::string& path) {
+  if (!fs::exists(path)) throw UsageError(path + ": no such file");
+  try {
+    return results::read_calib_db(path);
+  } catch (const std::runtime_error& e) {
+    throw UsageError(e.what());
+  }
+}
+
+int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("mkcalib bench");
+  int np = 2, reps = -1, warmup = -1;
+  std::uint64_t max_size = 16u << 20, eager_max = 2048;
+  double min_rep_time = 0;
+  std::string output, machine, kernels = "all", sizes, microbench = MKCALIB_MICROBENCH, mpirun = "mpirun";
+  std::vector<std::string> mpirun_args;
+  bool quick = false;
+  desc.add_options()("help,h", "this help")
+      ("np", po::value(&np)->default_value(2), "MPI ranks (mpirun -np)")
+      ("output,o", po::value(&output)->required(), "database file (HDF5); an existing one is resumed")
+      ("machine", po::value(&machine), "machine name stored in the file (default: the file name's stem)")
+      ("reps", po::value(&reps), "timed repetitions per size (default 20, quick 5)")
+      ("warmup", po::value(&warmup), "untimed repetitions before them (default 2, quick 1)")
+      ("max-size", po::value(&max_size)->default_value(max_size), "largest message size in bytes")
+      ("sizes", po::value(&sizes), "message sizes in bytes, comma-separated (instead of the default list)")
+      ("eager-max", po::value(&eager_max)->default_value(eager_max),
+       "largest message size of the s, r, o kernels (bytes; OpenMPI's shared-memory eager limit, 4096,\n"
+       "includes its header, so 4096-byte messages already take the rendezvous path)")
+      ("kernels", po::value(&kernels)->default_value(kernels), "kernels or groups to measure, comma-separated")
+      ("quick", po::bool_switch(&quick), "few sizes and repetitions (a first look, tests)")
+      ("min-rep-time", po::value(&min_rep_time), "seconds one repetition should last (default 1e-3, quick 1e-4)")
+      ("microbench", po::value(&microbench)->default_value(microbench), "path of mkcalib_microbench")
+      ("mpirun", po::value(&mpirun)->default_value(mpirun), "mpirun to use")
+      ("mpirun-arg", po::value(&mpirun_args)->composing(), "extra mpirun argument (repeatable)");
+  if (!parse_options(args, desc, {}, out)) return EXIT_OK;
+
+  if (np < 1) throw UsageError("-np must be at least 1");
+  calibration::BenchRequest request;
+  try {
+    request.kernels = calibration::parse_kernel_list(kernels);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--kernels: ") + e.what());
+  }
+  if (np < 2)
+    for (calibration::Kernel k : request.kernels)
+      if (calibration::size_list_of(k) == calibration::SizeList::EAGER || k == calibration::Kernel::PINGPONG)
+        throw UsageError(std::string("kernel ") + calibration::kernel_name(k) + " needs -np 2 or more");
+  request.config = calibration::default_config(quick, max_size, eager_max, np);
+  if (!sizes.empty()) {
+    request.config.message_sizes = parse_sizes(sizes);
+    request.config.eager_sizes.clear();
+    for (std::uint64_t s : request.config.message_sizes)
+      if (s <= eager_max) request.config.eager_sizes.push_back(s);
+  }
+  if (reps >= 0) request.config.reps = reps;
+  if (warmup >= 0) request.config.warmup = warmup;
+  if (min_rep_time > 0) request.config.min_rep_time_s = min_rep_time;
+  if (request.config.reps < 2) throw UsageError("--reps must be at least 2 (a confidence interval needs two)");
+  if (request.config.message_sizes.empty()) throw UsageError("no message sizes (--max-size or --sizes)");
+  if (request.config.message_sizes.size() > 256) throw UsageError("at most 256 message sizes");
+  for (calibration::Kernel k : request.kernels)
+    if (calibration::sizes_for(request.config, k).empty())
+      throw UsageError(std::string("kernel ") + calibration::kernel_name(k) + " has no sizes (eager sizes are those <= --eager-max " + std::to_string(eager_max) + ")");
+  if (!fs::exists(microbench))
+    throw UsageError(microbench + ": microbenchmark not found (build target mkcalib_microbench, or pass --microbench)");
+
+  request.output = output;
+  request.machine = machine.empty() ? fs::path(output).stem().string() : machine;
+  request.launcher.microbench = microbench;
+  request.launcher.mpirun = mpirun;
+  request.launcher.mpirun_args = mpirun_args;
+  const fs::path dir = fs::path(output).parent_path();
+  if (!dir.empty() && !fs::is_directory(dir)) throw UsageError(output + ": directory " + dir.string() + " does not exist");
+  if (fs::exists(output)) read_input(output);  // an unreadable file is bad input, reported before measuring
+
+  const calibration::BenchReport report = calibration::run_bench(request, err);
+  out << "wrote " << output << ": " << report.measured.size() << " kernel(s) measured, " << report.skipped.size()
+      << " already there, in " << std::fixed << std::setprecision(1) << report.wall_s << " s\n";
+  out.unsetf(std::ios::floatfield);
+  return EXIT_OK;
+}
+
+int cmd_show(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mkcalib show");
+  std::string file;
+  desc.add_options()("help,h", "this help")("file", po::value(&file)->required(), "database file (HDF5)");
+  po::positional_options_description positional;
+  positional.add("file", 1);
+  if (!parse_options(args, desc, positional, out)) return EXIT_OK;
+  out << calibration::format_report(read_input(file));
+  return EXIT_OK;
+}
+
+}  // namespace
+
+int run_mkcalib(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  try {
+    if (args.empty()) {
+      err << USAGE;
+      return EXIT_USAGE;
+    }
+    if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+      out << USAGE;
+      return EXIT_OK;
+    }
+    if (args[0] == "--version") {
+      out << "mkcalib " << MKSIM_VERSION << "\n";
+      return EXIT_OK;
+    }
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (args[0] == "bench") return cmd_bench(rest, out, err);
+    if (args[0] == "show") return cmd_show(rest, out);
+    throw UsageError("unknown command \"" + args[0] + "\"\n" + USAGE);
+  } catch (const po::error& e) {
+    err << "mkcalib: " << e.what() << "\n" << USAGE;
+    return EXIT_USAGE;
+  } catch (const UsageError& e) {
+    err << "mkcalib: " << e.what() << "\n";
+    return EXIT_USAGE;
+  } catch (const calibration::ResumeMismatch& e) {
+    err << "mkcalib: " << e.what() << "\n";
+    return EXIT_USAGE;
+  } catch (const std::exception& e) {
+    err << "mkcalib: " << e.what() << "\n";
+    return EXIT_FAILED;
+  }
+}
+
+}  // namespace mksim::sim
