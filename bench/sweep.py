@@ -32,8 +32,8 @@ log = logger("sweep")
 GRIDS = {
     "model": ["--skeleton", "pge1", "--platform", "paragon,t3e", "--P", "4..256:x2", "--param", "K=1..256:x2",
               "--param", "N=256..4096:x2", "--mode", "model"],
-    "replay": ["--skeleton", "atm2d", "--platform", "paragon", "--P", "16..256:x2", "--param", "steps=10,20,40",
-               "--param", "N=256,512", "--mode", "replay"],
+    "replay": ["--skeleton", "atm2d", "--platform", "paragon", "--P", "16..256:x2", "--param", "steps=10..80:x2",
+               "--param", "N=128..1024:x2", "--mode", "replay"],
 }
 
 COMPARE = r"""
