@@ -23,14 +23,6 @@ using namespace detail;
 
 constexpr const char* FORMAT_NAME = "mksim-calibration";
 
-template <class Row, class Field>
-auto column_of(const std::vector<Row>& rows, Field field) {
-  std::vector<std::decay_t<decltype(field(rows.front()))>> column;
-  column.reserve(rows.size());
-  for (const Row& row : rows) column.push_back(field(row));
-  return column;
-}
-
 // --- writing ---
 
 class Writer {
@@ -213,22 +205,7 @@ class Reader {
   }
 
   /** @brief Names of the links in a group, in creation order (the order they were written). */
-  std::vector<std::string> children(hid_t group, const std::string& label) {
-    std::vector<std::string> names;
-    checked(H5Literate(
-                group, H5_INDEX_CRT_ORDER, H5_ITER_INC, nullptr,
-                [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
-                  try {
-                    static_cast<std::vector<std::string>*>(out)->emplace_back(name);
-                    return 0;
-                  } catch (...) {
-                    return -1;
-                  }
-                },
-                &names),
-            path_, "list " + label);
-    return names;
-  }
+  std::vector<std::string> children(hid_t group, const std::string& label) { return link_names(path_, group, label); }
 
   std::string string_attribute(hid_t object, const std::string& label, const char* name) {
     const Handle attr = open_attribute(object, label, name, H5T_STRING, "a string");

@@ -98,6 +98,35 @@ void write_atomically(const std::string& path, const std::function<void(const st
   }
 }
 
+namespace {
+
+// H5Aiterate2 / H5Literate callback: appends the name (no exception may cross the C library).
+template <class Info>
+herr_t collect_name(hid_t, const char* name, const Info*, void* out) {
+  try {
+    static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> attribute_names(const std::string& path, hid_t object, const std::string& label) {
+  std::vector<std::string> names;
+  checked(H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_name<H5A_info_t>, &names), path,
+          "list the attributes of " + label);
+  return names;
+}
+
+std::vector<std::string> link_names(const std::string& path, hid_t group, const std::string& label) {
+  std::vector<std::string> names;
+  checked(H5Literate(group, H5_INDEX_CRT_ORDER, H5_ITER_INC, nullptr, collect_name<H5L_info_t>, &names), path,
+          "list " + label);
+  return names;
+}
+
 std::vector<std::string> read_strings(const std::string& path, hid_t file_type, hid_t space, const std::string& label,
                                       const std::function<herr_t(hid_t, void*)>& read) {
   const hssize_t npoints = H5Sget_simple_extent_npoints(space);

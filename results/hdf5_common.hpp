@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -77,6 +78,21 @@ Handle open_for_reading(const std::string& path);
 /** @brief Calls write(temporary) for a temporary file beside `path`, fsyncs it and renames it over `path`: `path`
  *  is never half written. The temporary file is removed when anything fails. */
 void write_atomically(const std::string& path, const std::function<void(const std::string& temporary)>& write);
+
+/** @brief The names of `object`'s attributes, by name; `label` names the object in errors. */
+std::vector<std::string> attribute_names(const std::string& path, hid_t object, const std::string& label);
+
+/** @brief The names of the links in a group, in creation order (the order they were written). */
+std::vector<std::string> link_names(const std::string& path, hid_t group, const std::string& label);
+
+/** @brief One column of a table: field(row) for every row. */
+template <class Row, class Field>
+auto column_of(const std::vector<Row>& rows, Field field) {
+  std::vector<std::decay_t<decltype(field(rows.front()))>> column;
+  column.reserve(rows.size());
+  for (const Row& row : rows) column.push_back(field(row));
+  return column;
+}
 
 /** @brief Reads variable-length strings (as written here and by h5py) or fixed-length ones (numpy 'S') through
  *  read(memory_type, buffer); `label` names the object in errors. */

@@ -27,14 +27,6 @@ constexpr const char* FORMAT_NAME = "mksim-result";
 constexpr const char* RESERVED_ATTRIBUTES[] = {"format", "format_version", "predicted_time_s", "critical_rank",
                                                "total_messages"};
 
-template <class Row, class Field>
-auto column_of(const std::vector<Row>& rows, Field field) {
-  std::vector<std::decay_t<decltype(field(rows.front()))>> column;
-  column.reserve(rows.size());
-  for (const Row& row : rows) column.push_back(field(row));
-  return column;
-}
-
 // --- writing ---
 
 class Writer {
@@ -212,22 +204,7 @@ class Reader {
     return std::move(values.front());
   }
 
-  std::vector<std::string> attribute_names() {
-    std::vector<std::string> names;
-    checked(H5Aiterate2(
-                file_, H5_INDEX_NAME, H5_ITER_INC, nullptr,
-                [](hid_t, const char* name, const H5A_info_t*, void* out) -> herr_t {
-                  try {
-                    static_cast<std::vector<std::string>*>(out)->emplace_back(name);
-                    return 0;
-                  } catch (...) {
-                    return -1;
-                  }
-                },
-                &names),
-            path_, "list root attributes");
-    return names;
-  }
+  std::vector<std::string> attribute_names() { return detail::attribute_names(path_, file_, "the root group"); }
 
   Handle group(const char* name) {
     const htri_t exists = H5Lexists(file_, name, H5P_DEFAULT);

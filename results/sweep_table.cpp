@@ -250,18 +250,7 @@ SweepTable read_sweep_hdf5(const std::string& path) {
   }
   SweepTable table;
   {
-    std::vector<std::string> names;
-    checked(H5Aiterate2(file.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr,
-                        [](hid_t, const char* name, const H5A_info_t*, void* out) -> herr_t {
-                          try {
-                            static_cast<std::vector<std::string>*>(out)->emplace_back(name);
-                            return 0;
-                          } catch (...) {
-                            return -1;
-                          }
-                        },
-                        &names),
-            path, "list root attributes");
+    const std::vector<std::string> names = attribute_names(path, file.get(), "the root group");
     for (const std::string& n : names)
       if (n != "format" && n != "format_version") table.attributes.emplace_back(n, read_string_attribute(path, file.get(), n));
     std::sort(table.attributes.begin(), table.attributes.end());
