@@ -123,12 +123,34 @@ const Preset& find_preset(const std::string& machine)
   throw std::invalid_argument("unknown machine '" + machine + "' (known: " + names + ")");
 }
 
-void apply(Figure& f, const std::optional<double>& v)
+void apply(Figure& f, const std::optional<double>& v, const PlatformSpec& spec, const char* field)
 {
   if (v) {
     f.value  = *v;
-    f.source = "override (PlatformSpec)";
+    const auto it = spec.override_sources.find(field);
+    f.source = it != spec.override_sources.end() ? it->second : "override (PlatformSpec)";
   }
+}
+
+// XML comments may not contain "--".
+std::string comment_safe(std::string s)
+{
+  for (std::size_t i = s.find("--"); i != std::string::npos; i = s.find("--", i))
+    s.replace(i, 2, "- -");
+  return s;
+}
+
+std::string attr_safe(const std::string& s)
+{
+  std::string o;
+  for (char c : s) {
+    if (c == '&') o += "&amp;";
+    else if (c == '<') o += "&lt;";
+    else if (c == '>') o += "&gt;";
+    else if (c == '"') o += "&quot;";
+    else o += c;
+  }
+  return o;
 }
 
 std::string num(double v)
@@ -193,7 +215,7 @@ void prop(std::string& x, const std::string& indent, const std::string& id, cons
 
 void figure_comment(std::string& x, const char* what, const std::string& shown, const Figure& f)
 {
-  x += "    <!-- " + std::string(what) + " = " + shown + ": " + f.source + " -->\n";
+  x += "    <!-- " + std::string(what) + " = " + shown + ": " + comment_safe(f.source) + " -->\n";
 }
 
 std::string topology_name(Topology t)
@@ -465,16 +487,17 @@ MachineFigures figures_for(const PlatformSpec& spec)
 {
   MachineFigures f       = find_preset(spec.machine).figures;
   const FigureOverrides& o = spec.overrides;
-  apply(f.node_speed_flops, o.node_speed_flops);
-  apply(f.link_latency_s, o.link_latency_s);
-  apply(f.link_bandwidth_bytes_per_s, o.link_bandwidth_bytes_per_s);
-  apply(f.nic_latency_s, o.nic_latency_s);
-  apply(f.nic_bandwidth_bytes_per_s, o.nic_bandwidth_bytes_per_s);
-  apply(f.send_overhead_s, o.send_overhead_s);
-  apply(f.recv_overhead_s, o.recv_overhead_s);
-  apply(f.per_message_overhead_s, o.per_message_overhead_s);
-  apply(f.eager_threshold_bytes, o.eager_threshold_bytes);
-  apply(f.skew_alpha_s, o.skew_alpha_s);
+  apply(f.node_speed_flops, o.node_speed_flops, spec, "node_speed_flops");
+  apply(f.link_latency_s, o.link_latency_s, spec, "link_latency_s");
+  apply(f.link_bandwidth_bytes_per_s, o.link_bandwidth_bytes_per_s, spec, "link_bandwidth_bytes_per_s");
+  apply(f.nic_latency_s, o.nic_latency_s, spec, "nic_latency_s");
+  apply(f.nic_bandwidth_bytes_per_s, o.nic_bandwidth_bytes_per_s, spec, "nic_bandwidth_bytes_per_s");
+  apply(f.send_overhead_s, o.send_overhead_s, spec, "send_overhead_s");
+  apply(f.recv_overhead_s, o.recv_overhead_s, spec, "recv_overhead_s");
+  apply(f.per_message_overhead_s, o.per_message_overhead_s, spec, "per_message_overhead_s");
+  apply(f.eager_threshold_bytes, o.eager_threshold_bytes, spec, "eager_threshold_bytes");
+  apply(f.skew_alpha_s, o.skew_alpha_s, spec, "skew_alpha_s");
+  apply(f.end_to_end_latency_s, o.end_to_end_latency_s, spec, "end_to_end_latency_s");
   return f;
 }
 
@@ -530,6 +553,14 @@ std::string generate_platform_xml(const PlatformSpec& spec)
   const char* routing = p.topology != Topology::MESH2D ? "Full" : (full_mesh ? "DijkstraCache" : "Full");
   x += "  <zone id=\"" + p.name + "\" routing=\"" + routing + "\">\n";
   machine_props(x, p, f, spec.dims);
+  if (!spec.notes.empty()) {
+    x += "    <!--\n";
+    for (const auto& line : spec.notes)
+      x += "      " + comment_safe(line) + "\n";
+    x += "    -->\n";
+  }
+  for (const auto& [id, value] : spec.extra_props)
+    prop(x, "    ", attr_safe(id), attr_safe(value));
   if (p.topology == Topology::MESH2D)
     write_mesh(x, f, spec.dims, full_mesh);
   else

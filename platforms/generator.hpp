@@ -2,8 +2,10 @@
 // Plain text only: this component does not include SimGrid (sim/ loads what it writes).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mksim::platforms {
@@ -49,6 +51,7 @@ struct FigureOverrides {
   std::optional<double> per_message_overhead_s;
   std::optional<double> eager_threshold_bytes;
   std::optional<double> skew_alpha_s;
+  std::optional<double> end_to_end_latency_s;  ///< informational figure (e.g. a calibrated s + route + r)
 };
 
 /** @brief What to generate: a preset machine, its dimensions, and figure overrides. */
@@ -59,6 +62,13 @@ struct PlatformSpec {
   /// Meshes with more nodes than this are written in the compact marked form only (no routers/routes):
   /// mksim loads them natively; SimGrid's own tools see an empty zone.
   long mesh_full_xml_max_nodes = 4096;
+  /// Source written beside an overridden figure, keyed by its MachineFigures field name ("node_speed_flops");
+  /// figures not listed keep "override (PlatformSpec)". Used by mkcalib fit to say where each value comes from.
+  std::map<std::string, std::string> override_sources;
+  /// Extra comment lines written in the root zone after the figures (mkcalib fit: residuals, measurements).
+  std::vector<std::string> notes;
+  /// Extra root-zone props (id, value), written after the mksim.* figures (mkcalib fit: mksim.calib.*).
+  std::vector<std::pair<std::string, std::string>> extra_props;
 };
 
 /** @brief The preset machine names: ipsc860, paragon, t3e, fattree. */

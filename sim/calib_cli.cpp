@@ -1,8 +1,12 @@
-// mkcalib's subcommands: bench (run the MPI microbenchmarks into a resumable database) and show (print it).
+// mkcalib's subcommands: bench (run the MPI microbenchmarks into a resumable database), show (print it), fit
+// (a calibrated platform from a database and/or measured runs) and validate (held-out runs on a platform).
 // Options parsed with Boost.Program_options; the work is in mksim::calibration.
 #include "sim/calib_cli.hpp"
 
 #include "calibration/bench.hpp"
+#include "calibration/fit_platform.hpp"
+#include "skeletons/error.hpp"
+#include "skeletons/skeleton_io.hpp"
 #include "sim/cli.hpp"
 #include "results/calib_db.hpp"
 
@@ -15,6 +19,9 @@
 
 #ifndef MKCALIB_MICROBENCH
 #define MKCALIB_MICROBENCH "mkcalib_microbench"
+#endif
+#ifndef MKSIM_DATA_DIR
+#define MKSIM_DATA_DIR "."
 #endif
 #ifndef MKSIM_VERSION
 #define MKSIM_VERSION "0.0.0"
@@ -36,9 +43,13 @@ const char* USAGE =
     "                     [--sizes B1,B2,...] [--eager-max BYTES] [--kernels LIST] [--quick] [--min-rep-time S]\n"
     "                     [--microbench PATH] [--mpirun PATH] [--mpirun-arg ARG ...]\n"
     "       mkcalib show FILE.h5\n"
+    "       mkcalib fit --platform BASE [--db FILE.h5] [--runs RUNS.csv --skeleton S] [--fit LIST] [--max-error E]\n"
+    "                   [--no-replay] -o CALIBRATED.xml\n"
+    "       mkcalib validate --platform CALIBRATED.xml --skeleton S --runs HELDOUT.csv\n"
     "       mkcalib --version | --help\n"
     "kernels: pingpong send_overhead recv_overhead stream shift1d halo2d barrier bcast reduce allreduce\n"
-    "         allgather alltoall gather scatter compute; groups: all p2p overheads patterns collectives\n";
+    "         allgather alltoall gather scatter compute; groups: all p2p overheads patterns collectives\n"
+    "figures (--fit): speed bandwidth latency s r o alpha, or all\n";
 
 // -np is a long option with one dash (as mpirun spells it); allow_long_disguise accepts it.
 bool parse_options(const std::vector<std::string>& args, const po::options_description& desc,
@@ -171,6 +182,115 @@ int cmd_show(const std::vector<std::string>& args, std::ostream& out) {
   return EXIT_OK;
 }
 
+/** @brief A bundled file (platform or skeleton) when `name` is not a path that exists. */
+std::string resolve_data(const std::string& name, const char* folder) {
+  if (fs::exists(name)) return name;
+  for (const std::string& candidate : {std::string(MKSIM_DATA_DIR) + "/" + folder + "/" + name,
+                                       std::string(MKSIM_DATA_DIR) + "/" + folder + "/" + name + ".xml",
+                                       std::string(MKSIM_DATA_DIR) + "/" + folder + "/" + name + ".json"})
+    if (fs::exists(candidate)) return candidate;
+  throw UsageError(name + ": no such file (bundled " + folder + " are looked up in " + MKSIM_DATA_DIR + "/" + folder + ")");
+}
+
+skeletons::Skeleton load_skeleton_input(const std::string& name) {
+  try {
+    return skeletons::load_skeleton(resolve_data(name, "skeletons/examples"));
+  } catch (const skeletons::SkeletonError& e) {
+    throw UsageError(e.what());
+  }
+}
+
+std::vector<std::string> param_names(const skeletons::Skeleton& sk) {
+  std::vector<std::string> names;
+  for (const auto& p : sk.params) names.push_back(p.name);
+  return names;
+}
+
+calibration::MeasuredRuns read_runs(const std::string& path, const skeletons::Skeleton& sk) {
+  if (!fs::exists(path)) throw UsageError(path + ": no such runs file");
+  try {
+    return calibration::read_measured_runs(path, param_names(sk));
+  } catch (const calibration::RunsError& e) {
+    throw UsageError(e.what());
+  }
+}
+
+int cmd_fit(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("mkcalib fit");
+  std::string platform, db, runs, skeleton, output, fit;
+  double max_error = 0.25;
+  bool no_replay = false;
+  desc.add_options()("help,h", "this help")
+      ("platform", po::value(&platform)->required(), "base platform: a generated XML file or a bundled name (paragon, t3e, ipsc860)")
+      ("db", po::value(&db), "mkcalib bench database: s, r, o, latency, bandwidth, eager threshold (and node speed without runs)")
+      ("runs", po::value(&runs), "measured runs, CSV: P, the skeleton's parameters, time_s (calibration/README.md)")
+      ("skeleton", po::value(&skeleton), "the skeleton of the measured program (a path or a bundled example)")
+      ("fit", po::value(&fit), "figures to fit, comma-separated: speed bandwidth latency s r o alpha, or all\n"
+                               "(default: every figure the database does not give)")
+      ("max-error", po::value(&max_error)->default_value(max_error), "fail when the fitted model misses a run by more (relative)")
+      ("no-replay", po::bool_switch(&no_replay), "do not replay the runs on the fitted platform")
+      ("output,o", po::value(&output)->required(), "calibrated platform file to write (atomically)");
+  if (!parse_options(args, desc, {}, out)) return EXIT_OK;
+  if (db.empty() && runs.empty()) throw UsageError("fit needs --db, --runs, or both");
+  if (!runs.empty() && skeleton.empty()) throw UsageError("--runs needs --skeleton (the program the runs measured)");
+  if (runs.empty() && !skeleton.empty()) throw UsageError("--skeleton without --runs: nothing to fit it to");
+  if (!(max_error > 0)) throw UsageError("--max-error must be positive");
+  const fs::path dir = fs::path(output).parent_path();
+  if (!dir.empty() && !fs::is_directory(dir)) throw UsageError(output + ": directory " + dir.string() + " does not exist");
+  calibration::FitRequest req;
+  try {
+    req.base = calibration::read_base_platform(resolve_data(platform, "platforms"));
+    if (!fit.empty()) req.fit = calibration::parse_fit_params(fit);
+  } catch (const calibration::FitInputError& e) {
+    throw UsageError(e.what());
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--fit: ") + e.what());
+  }
+  if (!db.empty()) {
+    req.db = read_input(db);
+    req.db_path = db;
+  }
+  if (!runs.empty()) {
+    req.skeleton = load_skeleton_input(skeleton);
+    req.skeleton_path = resolve_data(skeleton, "skeletons/examples");
+    req.runs = read_runs(runs, *req.skeleton);
+  }
+  req.replay_check = !no_replay;
+  req.max_error = max_error;
+  calibration::FitResult res;
+  try {
+    res = calibration::fit_platform(req, &err);
+  } catch (const calibration::FitInputError& e) {
+    throw UsageError(e.what());
+  }
+  out << calibration::format_fit_report(res, req.runs ? req.runs->param_columns : std::vector<std::string>{});
+  calibration::write_file_atomically(output, calibration::calibrated_platform_xml(req, res));
+  out << "wrote " << output << "\n";
+  return EXIT_OK;
+}
+
+int cmd_validate(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mkcalib validate");
+  std::string platform, runs, skeleton;
+  desc.add_options()("help,h", "this help")
+      ("platform", po::value(&platform)->required(), "the (calibrated) platform file or a bundled name")
+      ("skeleton", po::value(&skeleton)->required(), "the skeleton of the measured program")
+      ("runs", po::value(&runs)->required(), "held-out measured runs (CSV as for fit)");
+  if (!parse_options(args, desc, {}, out)) return EXIT_OK;
+  const std::string platform_path = resolve_data(platform, "platforms");
+  const skeletons::Skeleton sk = load_skeleton_input(skeleton);
+  const calibration::MeasuredRuns mr = read_runs(runs, sk);
+  std::vector<calibration::ValidationRow> rows;
+  try {
+    rows = calibration::validate_platform(platform_path, sk, mr);
+  } catch (const calibration::FitInputError& e) {
+    throw UsageError(e.what());
+  }
+  out << "platform " << platform_path << ", skeleton " << sk.name << ", runs " << runs << "\n";
+  out << calibration::format_validation(rows, mr.param_columns);
+  return EXIT_OK;
+}
+
 }  // namespace
 
 int run_mkcalib(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -190,6 +310,8 @@ int run_mkcalib(const std::vector<std::string>& args, std::ostream& out, std::os
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (args[0] == "bench") return cmd_bench(rest, out, err);
     if (args[0] == "show") return cmd_show(rest, out);
+    if (args[0] == "fit") return cmd_fit(rest, out, err);
+    if (args[0] == "validate") return cmd_validate(rest, out);
     throw UsageError("unknown command \"" + args[0] + "\"\n" + USAGE);
   } catch (const po::error& e) {
     err << "mkcalib: " << e.what() << "\n" << USAGE;
@@ -197,6 +319,9 @@ int run_mkcalib(const std::vector<std::string>& args, std::ostream& out, std::os
   } catch (const UsageError& e) {
     err << "mkcalib: " << e.what() << "\n";
     return EXIT_USAGE;
+  } catch (const calibration::FitError& e) {
+    err << "mkcalib: fit failed: " << e.what() << "\n";
+    return EXIT_FAILED;
   } catch (const calibration::ResumeMismatch& e) {
     err << "mkcalib: " << e.what() << "\n";
     return EXIT_USAGE;

@@ -1,4 +1,4 @@
-// The mkcalib command line (bench, show), as a function tests can call; exit codes as mksim's.
+// The mkcalib command line (bench, show, fit, validate), as a function tests can call; exit codes as mksim's.
 #pragma once
 
 #include <ostream>
