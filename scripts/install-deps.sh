@@ -12,18 +12,32 @@ PKGS=(
   libopen-trace-format2-dev
   python3 time
   python3-h5py python3-pandas
+  chromium
 )
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#PKGS[@]} packages present"
-  exit 0
-fi
-echo "install-deps: installing ${missing[*]}"
+# npm comes with Node.js; Debian's nodejs and npm unless some node with npm is already there.
+command -v npm >/dev/null || missing+=(nodejs npm)
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PKGS[@]} packages present"
+else
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# mksim report's plotting library (results/README.md): Vega-Lite from npm (Debian has vega only), pinned, into the
+# directory CMake's MKSIM_VEGA_DIR points at by default; a no-op when its three scripts are there.
+JS_DIR=/usr/local/share/mksim/js
+if [ -f "$JS_DIR/node_modules/vega/build/vega.min.js" ] && [ -f "$JS_DIR/node_modules/vega-lite/build/vega-lite.min.js" ] &&
+   [ -f "$JS_DIR/node_modules/vega-embed/build/vega-embed.min.js" ]; then
+  echo "install-deps: Vega-Lite present in $JS_DIR"
+else
+  echo "install-deps: installing vega, vega-lite, vega-embed into $JS_DIR (npm)"
+  $SUDO mkdir -p "$JS_DIR"
+  $SUDO npm install --prefix "$JS_DIR" --no-audit --no-fund --loglevel=error vega@6.4.0 vega-lite@6.4.3 vega-embed@7.3.0
+fi

@@ -11,6 +11,7 @@
 #include "sim/model.hpp"
 #include "sim/model_queries.hpp"
 #include "sim/replay.hpp"
+#include "sim/report_cli.hpp"
 #include "sim/sweep.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/build/builder.hpp"
@@ -95,6 +96,7 @@ const char* USAGE =
     "                   -o OUT.h5 [--jobs J] [--timeout S] [--memory-limit GIB] [--retry-failed] [--config FILE]\n"
     "                   [--best NAME [--metric replay|model]]      (LIST: 1,2,4 | 4..4096 | 4..4096:x2 | 1..10:+1)\n"
     "       mksim sweep --from OUT.h5 --best NAME [--metric replay|model]\n"
+    "       mksim report IN.h5 [MORE.h5 ...] -o REPORT.html [--timeline FILE.csv ...] [--title TEXT]\n"
     "       mksim platform --machine {ipsc860,paragon,t3e,fattree} --nodes N -o OUT.xml\n"
     "       mksim --version | --help\n";
 
@@ -920,6 +922,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (args[0] == "model") return cmd_model(rest, out);
     if (args[0] == "compare") return cmd_compare(rest, out);
     if (args[0] == "sweep") return cmd_sweep(rest, out, err);
+    if (args[0] == "report") return cmd_report(rest, out, err);
     if (args[0] == "platform") return cmd_platform(rest, out);
     if (!args[0].empty() && args[0][0] != '-') throw UsageError("unknown command \"" + args[0] + "\"");
     return cmd_predict(args, out, err);
