@@ -96,6 +96,24 @@ def main(argv=None):
                     rows.append({"part": "throughput", "mode": mode, "jobs": j, "points": n, "wall_s": "%.3f" % best,
                                  "points_per_s": "%.2f" % (n / best), "note": "best of %d" % a.rounds})
                 ratios = [w1 / w2 for w1, w2 in zip(walls[1], walls[2])]
+                if mode == "replay":
+                    # The machine's own ceiling for two simulations at once: the same replay 4 times in a row
+                    # against 2 x 2 at once, as plain `mksim predict` processes (no sweep machinery).
+                    one = [a.mksim, "--platform", "paragon", "--P", "256", "--skeleton", "atm2d", "--param", "steps=80",
+                           "--param", "N=1024"]
+                    t0 = time.monotonic()
+                    for _ in range(4):
+                        subprocess.run(one, stdout=subprocess.DEVNULL, check=True, cwd=ROOT)
+                    serial = time.monotonic() - t0
+                    t0 = time.monotonic()
+                    procs = [subprocess.Popen(["sh", "-c", " ".join(one) + " >/dev/null && " + " ".join(one) + " >/dev/null"],
+                                              cwd=ROOT) for _ in range(2)]
+                    for p in procs:
+                        p.wait()
+                    pair = time.monotonic() - t0
+                    rows.append({"part": "throughput", "mode": "replay", "jobs": "ceiling", "points": 4,
+                                 "wall_s": "%.3f/%.3f" % (serial, pair), "points_per_s": "%.2f" % (serial / pair),
+                                 "note": "two plain mksim predict processes at once vs one after the other (no sweep)"})
                 rows.append({"part": "throughput", "mode": mode, "jobs": "2/1", "points": n,
                              "wall_s": "", "points_per_s": "%.2f" % (min(walls[1]) / min(walls[2])),
                              "note": "speedup; per round " + " ".join("%.2f" % r for r in ratios)})

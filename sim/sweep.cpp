@@ -247,9 +247,17 @@ std::string sanitize(const std::string& s) {
   return out;
 }
 
-void append_durably(int fd, const std::string& line, const fs::path& file) {
+void append(int fd, const std::string& line, const fs::path& file) {
   if (!write_all(fd, line)) throw std::runtime_error(file.string() + ": cannot append to the journal: " + std::strerror(errno));
+}
+
+void sync(int fd, const fs::path& file) {
   if (fdatasync(fd) != 0) throw std::runtime_error(file.string() + ": cannot sync the journal: " + std::strerror(errno));
+}
+
+void append_durably(int fd, const std::string& line, const fs::path& file) {
+  append(fd, line, file);
+  sync(fd, file);
 }
 
 /** @brief The journal's header line: which skeleton and parameters its records belong to. */
@@ -564,8 +572,10 @@ SweepSummary run_sweep(const skeletons::Skeleton& skeleton, const SweepOptions& 
                   rate, eta);
     *progress << line << (final ? "\n" : "") << std::flush;
   };
+  bool unsynced = false;
   auto record = [&](const Record& r) {
-    append_durably(journal_fd, record_line(r), state.journal);
+    append(journal_fd, record_line(r), state.journal);  // synced once the freed workers have new work
+    unsynced = true;
     done[{r.key, r.part}] = r.value;
     ++completed;
     ++summary.computed;
@@ -648,6 +658,10 @@ SweepSummary run_sweep(const skeletons::Skeleton& skeleton, const SweepOptions& 
       Task t = tasks[next++];
       if (claim(t)) start(std::move(t));
     }
+    if (unsynced) {
+      sync(journal_fd, state.journal);
+      unsynced = false;
+    }
     if (running.empty()) break;
     std::vector<pollfd> fds;
     for (const Running& r : running) fds.push_back({r.child.fd, POLLIN, 0});
@@ -683,6 +697,7 @@ SweepSummary run_sweep(const skeletons::Skeleton& skeleton, const SweepOptions& 
       last_checkpoint = Clock::now();
     }
   }
+  if (unsynced) sync(journal_fd, state.journal);
   draw(true);
 
   if (distributed) {
