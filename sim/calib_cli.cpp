@@ -33,10 +33,6 @@ namespace fs = std::filesystem;
 namespace mksim::sim {
 namespace {
 
-/** @brief A user error (bad option or input): exit code 2. */
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 const char* USAGE =
     "usage: mkcalib bench -np N -o FILE.h5 [--machine NAME] [--reps R] [--warmup W] [--max-size BYTES]\n"
@@ -182,19 +178,17 @@ int cmd_show(const std::vector<std::string>& args, std::ostream& out) {
   return EXIT_OK;
 }
 
-/** @brief A bundled file (platform or skeleton) when `name` is not a path that exists. */
-std::string resolve_data(const std::string& name, const char* folder) {
-  if (fs::exists(name)) return name;
-  for (const std::string& candidate : {std::string(MKSIM_DATA_DIR) + "/" + folder + "/" + name,
-                                       std::string(MKSIM_DATA_DIR) + "/" + folder + "/" + name + ".xml",
-                                       std::string(MKSIM_DATA_DIR) + "/" + folder + "/" + name + ".json"})
-    if (fs::exists(candidate)) return candidate;
-  throw UsageError(name + ": no such file (bundled " + folder + " are looked up in " + MKSIM_DATA_DIR + "/" + folder + ")");
+/** @brief The file `name` names (a path, or a bundled platform or skeleton); a usage error when there is none. */
+std::string existing_data(const std::string& name, const char* folder) {
+  const std::string path = resolve_data(name, folder);
+  if (path.empty() || !fs::exists(path))
+    throw UsageError(name + ": no such file (bundled " + folder + " are looked up in " + MKSIM_DATA_DIR + "/" + folder + ")");
+  return path;
 }
 
 skeletons::Skeleton load_skeleton_input(const std::string& name) {
   try {
-    return skeletons::load_skeleton(resolve_data(name, "skeletons/examples"));
+    return skeletons::load_skeleton(existing_data(name, "skeletons/examples"));
   } catch (const skeletons::SkeletonError& e) {
     throw UsageError(e.what());
   }
@@ -239,7 +233,7 @@ int cmd_fit(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   if (!dir.empty() && !fs::is_directory(dir)) throw UsageError(output + ": directory " + dir.string() + " does not exist");
   calibration::FitRequest req;
   try {
-    req.base = calibration::read_base_platform(resolve_data(platform, "platforms"));
+    req.base = calibration::read_base_platform(existing_data(platform, "platforms"));
     if (!fit.empty()) req.fit = calibration::parse_fit_params(fit);
   } catch (const calibration::FitInputError& e) {
     throw UsageError(e.what());
@@ -252,7 +246,7 @@ int cmd_fit(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
   if (!runs.empty()) {
     req.skeleton = load_skeleton_input(skeleton);
-    req.skeleton_path = resolve_data(skeleton, "skeletons/examples");
+    req.skeleton_path = existing_data(skeleton, "skeletons/examples");
     req.runs = read_runs(runs, *req.skeleton);
   }
   req.replay_check = !no_replay;
@@ -277,7 +271,7 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out) {
       ("skeleton", po::value(&skeleton)->required(), "the skeleton of the measured program")
       ("runs", po::value(&runs)->required(), "held-out measured runs (CSV as for fit)");
   if (!parse_options(args, desc, {}, out)) return EXIT_OK;
-  const std::string platform_path = resolve_data(platform, "platforms");
+  const std::string platform_path = existing_data(platform, "platforms");
   const skeletons::Skeleton sk = load_skeleton_input(skeleton);
   const calibration::MeasuredRuns mr = read_runs(runs, sk);
   std::vector<calibration::ValidationRow> rows;
@@ -294,41 +288,32 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out) {
 }  // namespace
 
 int run_mkcalib(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  try {
-    if (args.empty()) {
-      err << USAGE;
-      return EXIT_USAGE;
+  return run_guarded("mkcalib", USAGE, err, [&]() -> int {
+    try {
+      if (args.empty()) {
+        err << USAGE;
+        return EXIT_USAGE;
+      }
+      if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+        out << USAGE;
+        return EXIT_OK;
+      }
+      if (args[0] == "--version") {
+        out << "mkcalib " << MKSIM_VERSION << "\n";
+        return EXIT_OK;
+      }
+      const std::vector<std::string> rest(args.begin() + 1, args.end());
+      if (args[0] == "bench") return cmd_bench(rest, out, err);
+      if (args[0] == "show") return cmd_show(rest, out);
+      if (args[0] == "fit") return cmd_fit(rest, out, err);
+      if (args[0] == "validate") return cmd_validate(rest, out);
+      throw UsageError("unknown command \"" + args[0] + "\"\n" + USAGE);
+    } catch (const calibration::FitError& e) {
+      throw std::runtime_error(std::string("fit failed: ") + e.what());  // exit code 1
+    } catch (const calibration::ResumeMismatch& e) {
+      throw UsageError(e.what());
     }
-    if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-      out << USAGE;
-      return EXIT_OK;
-    }
-    if (args[0] == "--version") {
-      out << "mkcalib " << MKSIM_VERSION << "\n";
-      return EXIT_OK;
-    }
-    const std::vector<std::string> rest(args.begin() + 1, args.end());
-    if (args[0] == "bench") return cmd_bench(rest, out, err);
-    if (args[0] == "show") return cmd_show(rest, out);
-    if (args[0] == "fit") return cmd_fit(rest, out, err);
-    if (args[0] == "validate") return cmd_validate(rest, out);
-    throw UsageError("unknown command \"" + args[0] + "\"\n" + USAGE);
-  } catch (const po::error& e) {
-    err << "mkcalib: " << e.what() << "\n" << USAGE;
-    return EXIT_USAGE;
-  } catch (const UsageError& e) {
-    err << "mkcalib: " << e.what() << "\n";
-    return EXIT_USAGE;
-  } catch (const calibration::FitError& e) {
-    err << "mkcalib: fit failed: " << e.what() << "\n";
-    return EXIT_FAILED;
-  } catch (const calibration::ResumeMismatch& e) {
-    err << "mkcalib: " << e.what() << "\n";
-    return EXIT_USAGE;
-  } catch (const std::exception& e) {
-    err << "mkcalib: " << e.what() << "\n";
-    return EXIT_FAILED;
-  }
+  });
 }
 
 }  // namespace mksim::sim

@@ -10,6 +10,7 @@
 #include "sim/machine_model.hpp"
 #include "sim/model.hpp"
 #include "sim/model_queries.hpp"
+#include "sim/diagnose_cli.hpp"
 #include "sim/replay.hpp"
 #include "sim/report_cli.hpp"
 #include "sim/sweep.hpp"
@@ -45,12 +46,8 @@ namespace mksim::sim {
 
 namespace {
 
-/** @brief A user error (bad option or input): exit code 2. */
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+}  // namespace
 
-/** @brief A bundled file (platform or skeleton) when `name` is not a path that exists. */
 std::string resolve_data(const std::string& name, const char* folder) {
   if (name.empty() || fs::exists(name)) return name;
   for (const std::string& candidate : {std::string(MKSIM_DATA_DIR) + "/" + folder + "/" + name,
@@ -83,6 +80,8 @@ std::map<std::string, double> parse_params(const std::vector<std::string>& items
   return out;
 }
 
+namespace {
+
 const char* USAGE =
     "usage: mksim [predict] --platform FILE --P N [--skeleton FILE] [--param NAME=VALUE ...] [-o OUT.h5]\n"
     "                       [--timeline OUT.csv] [--seed S] [--cfg simgrid/key:value ...]\n"
@@ -96,6 +95,7 @@ const char* USAGE =
     "                   -o OUT.h5 [--jobs J] [--timeout S] [--memory-limit GIB] [--retry-failed] [--config FILE]\n"
     "                   [--best NAME [--metric replay|model]]      (LIST: 1,2,4 | 4..4096 | 4..4096:x2 | 1..10:+1)\n"
     "       mksim sweep --from OUT.h5 --best NAME [--metric replay|model]\n"
+    "       mksim diagnose SKELETON --platform FILE --P N [--param NAME=VALUE ...] [-o DIAG.h5]\n"
     "       mksim report IN.h5 [MORE.h5 ...] -o REPORT.html [--timeline FILE.csv ...] [--title TEXT]\n"
     "       mksim platform --machine {ipsc860,paragon,t3e,fattree} --nodes N -o OUT.xml\n"
     "       mksim --version | --help\n";
@@ -902,8 +902,32 @@ int cmd_skel_inspect(const std::vector<std::string>& args, std::ostream& out) {
 
 }  // namespace
 
-int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int run_guarded(const std::string& prog, const std::string& usage, std::ostream& err, const std::function<int()>& body) {
   try {
+    return body();
+  } catch (const po::error& e) {
+    err << prog << ": " << e.what() << "\n" << usage;
+    return EXIT_USAGE;
+  } catch (const UsageError& e) {
+    err << prog << ": " << e.what() << "\n";
+    return EXIT_USAGE;
+  } catch (const skeletons::SkeletonError& e) {
+    err << prog << ": " << e.what() << "\n";
+    return EXIT_USAGE;
+  } catch (const trace::TraceError& e) {
+    err << prog << ": " << e.what() << "\n";
+    return EXIT_USAGE;
+  } catch (const DeadlockError& e) {
+    err << prog << ": " << e.what() << "\n";
+    return EXIT_DEADLOCK;
+  } catch (const std::exception& e) {
+    err << prog << ": " << e.what() << "\n";
+    return EXIT_FAILED;
+  }
+}
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return run_guarded("mksim", USAGE, err, [&]() -> int {
     if (args.empty()) {
       err << USAGE;
       return EXIT_USAGE;
@@ -923,29 +947,15 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (args[0] == "compare") return cmd_compare(rest, out);
     if (args[0] == "sweep") return cmd_sweep(rest, out, err);
     if (args[0] == "report") return cmd_report(rest, out, err);
+    if (args[0] == "diagnose") return cmd_diagnose(rest, out, err);
     if (args[0] == "platform") return cmd_platform(rest, out);
     if (!args[0].empty() && args[0][0] != '-') throw UsageError("unknown command \"" + args[0] + "\"");
     return cmd_predict(args, out, err);
-  } catch (const po::error& e) {
-    err << "mksim: " << e.what() << "\n" << USAGE;
-    return EXIT_USAGE;
-  } catch (const UsageError& e) {
-    err << "mksim: " << e.what() << "\n";
-    return EXIT_USAGE;
-  } catch (const skeletons::SkeletonError& e) {
-    err << "mksim: " << e.what() << "\n";
-    return EXIT_USAGE;
-  } catch (const DeadlockError& e) {
-    err << "mksim: " << e.what() << "\n";
-    return EXIT_DEADLOCK;
-  } catch (const std::exception& e) {
-    err << "mksim: " << e.what() << "\n";
-    return EXIT_FAILED;
-  }
+  });
 }
 
 int run_mkskel(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  try {
+  return run_guarded("mkskel", MKSKEL_USAGE, err, [&]() -> int {
     if (args.empty()) {
       err << MKSKEL_USAGE;
       return EXIT_USAGE;
@@ -963,22 +973,7 @@ int run_mkskel(const std::vector<std::string>& args, std::ostream& out, std::ost
     if (args[0] == "show") return cmd_skel_show(rest, out);
     if (args[0] == "inspect") return cmd_skel_inspect(rest, out);
     throw UsageError("unknown command \"" + args[0] + "\"\n" + MKSKEL_USAGE);
-  } catch (const po::error& e) {
-    err << "mkskel: " << e.what() << "\n" << MKSKEL_USAGE;
-    return EXIT_USAGE;
-  } catch (const UsageError& e) {
-    err << "mkskel: " << e.what() << "\n";
-    return EXIT_USAGE;
-  } catch (const skeletons::SkeletonError& e) {
-    err << "mkskel: " << e.what() << "\n";
-    return EXIT_USAGE;
-  } catch (const trace::TraceError& e) {
-    err << "mkskel: " << e.what() << "\n";
-    return EXIT_USAGE;
-  } catch (const std::exception& e) {
-    err << "mkskel: " << e.what() << "\n";
-    return EXIT_FAILED;
-  }
+  });
 }
 
 }  // namespace mksim::sim

@@ -25,10 +25,6 @@ const char* USAGE =
     "  inputs: sweep tables (mksim sweep -o), run results (mksim predict -o), calibration databases (mkcalib bench -o)\n"
     "  and timeline CSVs (mksim predict --timeline; also as inputs ending in .csv)\n";
 
-/** @brief A user error (bad option or input): exit code 2. */
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 std::string command_line(const std::vector<std::string>& args) {
   std::string text = "mksim report";
@@ -85,21 +81,13 @@ int run(const std::vector<std::string>& args, std::ostream& out) {
 }  // namespace
 
 int cmd_report(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  try {
-    return run(args, out);
-  } catch (const po::error& e) {
-    err << "mksim: report: " << e.what() << "\n" << USAGE;
-    return EXIT_USAGE;
-  } catch (const UsageError& e) {
-    err << "mksim: " << e.what() << "\n";
-    return EXIT_USAGE;
-  } catch (const results::ReportInputError& e) {
-    err << "mksim: " << e.what() << "\n";
-    return EXIT_USAGE;
-  } catch (const std::exception& e) {
-    err << "mksim: " << e.what() << "\n";
-    return EXIT_FAILED;
-  }
+  return run_guarded("mksim", USAGE, err, [&]() -> int {
+    try {
+      return run(args, out);
+    } catch (const results::ReportInputError& e) {
+      throw UsageError(e.what());
+    }
+  });
 }
 
 }  // namespace mksim::sim
