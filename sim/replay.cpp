@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <deque>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <unordered_map>
@@ -53,6 +54,7 @@ struct Request {
   int block = -1;        // skeleton block that posted it
   double size = 0;       // bytes
   double match_time = 0; // when the partner arrived (the transfer started)
+  int matched_peer = -1; // for receives: the sender of the message matched (diagnosis: who was waited for)
   bool launching = false; // a rank is posting this send's transfer
   sg4::Mailbox* box = nullptr;  // private mailbox of this transfer (from a pool), while it runs
   void* landing = nullptr;      // where SimGrid "copies" the payload pointer at the receiver
@@ -97,6 +99,10 @@ struct RankState {
   bool sleeping = false;          // in an interruptible sleep (compute, overheads)
   bool completed = false;         // the actor reached its end (not killed by SimGrid)
   double ahead = 0;               // local work done but not yet slept: the rank's time is clock + ahead
+  double agg = 1;                 // what-if aggregation: multiplier of message sizes and compute in aggregated loops
+  // Diagnosis: waits of the current MPI block by the peer waited for and by kind, flushed by account().
+  std::vector<std::pair<int, double>> wait_peers;
+  double wait_late_sender = 0, wait_late_receiver = 0, wait_collective = 0;
 };
 
 /** @brief Time split of one MPI operation. */
@@ -141,6 +147,49 @@ class ReplayContext final : public P2PLayer {
     rank_phase_.assign(static_cast<std::size_t>(P_) * phase_.size(), 0.0);
     active_ = P;
     for (auto& rs : ranks_) rs.sem = sg4::Semaphore::create(0);  // before any rank runs: others may poke it
+  }
+
+  /** @brief Turns on per-rank block statistics and applies the what-ifs (block ids resolved here). */
+  void configure_diagnosis(bool stats, const std::vector<WhatIf>& what_ifs) {
+    stats_ = stats;
+    const std::size_t B = sk_.blocks.size();
+    if (stats_) {
+      rank_block_compute_.assign(static_cast<std::size_t>(P_) * B, 0.0);
+      rank_block_wait_.assign(static_cast<std::size_t>(P_) * B, 0.0);
+      rank_block_exec_.assign(static_cast<std::size_t>(P_) * B, 0.0);
+      rank_phase_compute_.assign(static_cast<std::size_t>(P_) * phase_.size(), 0.0);
+      block_cause_.assign(B, {});
+      block_late_sender_.assign(B, 0.0);
+      block_late_receiver_.assign(B, 0.0);
+      block_coll_wait_.assign(B, 0.0);
+    }
+    set_compute_.assign(B, -1.0);
+    scale_compute_.assign(B, 1.0);
+    aggregate_.assign(B, 1.0);
+    for (const WhatIf& w : what_ifs) {
+      int b = -1;
+      for (std::size_t i = 0; i < B; ++i)
+        if (sk_.blocks[i].id == w.block) {
+          b = static_cast<int>(i);
+          break;
+        }
+      if (b < 0) throw ReplayError("what-if: no block with id \"" + w.block + "\"");
+      const std::string& op = sk_.blocks[b].op;
+      if (!(w.value >= 0) || !std::isfinite(w.value)) throw ReplayError("what-if on " + w.block + ": bad value " + fmt(w.value));
+      switch (w.kind) {
+        case WhatIf::Kind::SET_COMPUTE_S:
+        case WhatIf::Kind::SCALE_COMPUTE:
+          if (op != "compute") throw ReplayError("what-if: block " + w.block + " is a " + op + ", not a compute block");
+          if (w.kind == WhatIf::Kind::SET_COMPUTE_S) set_compute_[b] = w.value;
+          else scale_compute_[b] *= w.value;
+          break;
+        case WhatIf::Kind::AGGREGATE_LOOP:
+          if (op != "loop") throw ReplayError("what-if: block " + w.block + " is a " + op + ", not a loop");
+          if (!(w.value >= 1)) throw ReplayError("what-if: aggregation factor of " + w.block + " must be >= 1");
+          aggregate_[b] = std::floor(w.value);
+          break;
+      }
+    }
   }
 
   void run_rank(int r) {
@@ -229,7 +278,68 @@ class ReplayContext final : public P2PLayer {
     out.phases = phase_;
     for (std::size_t k = 0; k < phase_.size(); ++k)
       out.phases[k].critical_rank_s = rank_phase_[static_cast<std::size_t>(out.critical_rank) * phase_.size() + k];
+    if (stats_) collect_stats(out);
     return out;
+  }
+
+  /** @brief Summarises the per-rank block and phase figures over ranks (max, mean, argmax: a few numbers each). */
+  void collect_stats(results::RunResult& out) const {
+    const std::size_t B = sk_.blocks.size();
+    const double inv_P = 1.0 / P_;
+    for (std::size_t b = 0; b < B; ++b) {
+      results::BlockStats st;
+      st.id = sk_.blocks[b].id;
+      double csum = 0, wsum = 0, esum = 0;
+      bool first_exec = true;
+      for (int r = 0; r < P_; ++r) {
+        const std::size_t i = static_cast<std::size_t>(r) * B + b;
+        const double c = rank_block_compute_[i], w = rank_block_wait_[i], e = rank_block_exec_[i];
+        csum += c;
+        wsum += w;
+        esum += e;
+        if (c > st.compute_max_s) st.compute_max_s = c, st.compute_argmax = r;
+        if (w > st.wait_max_s) st.wait_max_s = w, st.wait_argmax = r;
+        if (e > st.executions_max) st.executions_max = e, st.executions_argmax = r;
+        if (e > 0) {
+          ++st.ranks_executing;
+          if (first_exec || w < st.wait_min_s) st.wait_min_s = w, st.wait_argmin = r;
+          first_exec = false;
+        }
+      }
+      st.compute_mean_s = csum * inv_P;
+      st.wait_mean_s = wsum * inv_P;
+      st.executions_mean = esum * inv_P;
+      st.late_sender_s = block_late_sender_[b];
+      st.late_receiver_s = block_late_receiver_[b];
+      st.collective_wait_s = block_coll_wait_[b];
+      for (const auto& [peer, w] : block_cause_[b])  // std::map: ascending peers, so ties go to the lowest
+        if (w > st.cause_wait_s) st.cause_rank = peer, st.cause_wait_s = w;
+      out.block_stats.push_back(st);
+    }
+    const std::size_t F = phase_.size();
+    for (std::size_t k = 0; k < F; ++k) {
+      results::PhaseStats ps;
+      ps.phase = phase_[k].phase;
+      double tsum = 0, csum = 0;
+      bool first = true;
+      for (int r = 0; r < P_; ++r) {
+        const std::size_t i = static_cast<std::size_t>(r) * F + k;
+        const double t = rank_phase_[i], c = rank_phase_compute_[i];
+        tsum += t;
+        csum += c;
+        ps.time_max_s = std::max(ps.time_max_s, t);
+        if (c > ps.compute_max_s) ps.compute_max_s = c, ps.compute_argmax = r;
+        if (t > 0) {
+          const double u = std::min(1.0, c / t);
+          if (first || u < ps.utilisation_min) ps.utilisation_min = u, ps.utilisation_argmin = r;
+          first = false;
+        }
+      }
+      ps.time_mean_s = tsum * inv_P;
+      ps.compute_mean_s = csum * inv_P;
+      ps.utilisation_mean = tsum > 0 ? std::min(1.0, csum / tsum) : 0;
+      out.phase_stats.push_back(ps);
+    }
   }
 
   void write_timeline(const std::string& path) const {
@@ -266,15 +376,32 @@ class ReplayContext final : public P2PLayer {
     const double t0 = now(r);
     std::visit([&](const auto& op) { exec(r, b, op); }, b.op);
     block_exec_[b.index]++;
+    if (stats_) rank_block_exec_[static_cast<std::size_t>(r) * sk_.blocks.size() + static_cast<std::size_t>(b.index)] += 1;
     block_time_[b.index] += now(r) - t0;
     (void)rs;
   }
 
-  void exec(int r, const Block&, const Loop& l) {
+  void exec(int r, const Block& b, const Loop& l) {
     RankState& rs = ranks_[r];
     double n = l.count.eval(rs.frame);
     if (!(n >= 0) || !std::isfinite(n)) throw ReplayError(where(r, -1) + "loop count \"" + l.count.text() + "\" is " + fmt(n));
     long long iters = static_cast<long long>(std::floor(n));
+    const double k = aggregate_.empty() ? 1.0 : aggregate_[b.index];
+    if (k > 1) {  // what-if: iters/k iterations k times larger, then the remainder as written
+      const auto kk = static_cast<long long>(k);
+      const double saved = rs.agg;
+      rs.agg = saved * k;
+      for (long long i = 0; i < iters / kk; ++i) {
+        if (l.var_slot >= 0) rs.frame[l.var_slot] = static_cast<double>(i * kk);
+        run_body(r, l.body);
+      }
+      rs.agg = saved;
+      for (long long i = (iters / kk) * kk; i < iters; ++i) {
+        if (l.var_slot >= 0) rs.frame[l.var_slot] = static_cast<double>(i);
+        run_body(r, l.body);
+      }
+      return;
+    }
     for (long long i = 0; i < iters; ++i) {
       if (l.var_slot >= 0) rs.frame[l.var_slot] = static_cast<double>(i);
       run_body(r, l.body);
@@ -307,6 +434,14 @@ class ReplayContext final : public P2PLayer {
       v *= sample_multiplier(*c.dist, cv, rs.rng);
     }
     double seconds = c.in_flops ? v / rs.host->get_speed() : v;
+    if (!set_compute_.empty()) {  // what-ifs
+      if (set_compute_[b.index] >= 0) seconds = set_compute_[b.index];
+      seconds *= scale_compute_[b.index] * rs.agg;
+    }
+    if (stats_) {
+      rank_block_compute_[static_cast<std::size_t>(r) * sk_.blocks.size() + static_cast<std::size_t>(b.index)] += seconds;
+      rank_phase_compute_[static_cast<std::size_t>(r) * phase_.size() + static_cast<std::size_t>(block_phase_[b.index])] += seconds;
+    }
     const double t0 = now(r);
     rs.ahead += seconds;  // slept later, merged with what follows until the rank next interacts
     rs.times.compute_s += seconds;
@@ -324,6 +459,7 @@ class ReplayContext final : public P2PLayer {
     double t0 = now(r);
     double size = p.size_bytes.eval(rs.frame);
     if (!(size >= 0) || !std::isfinite(size)) throw ReplayError(where(r, b.index) + "size \"" + p.size_bytes.text() + "\" is " + fmt(size));
+    size *= rs.agg;
     int peer = ANY;
     if (!p.any_source) peer = checked_rank(r, b.index, p.peer);
     int tag = ANY;
@@ -387,6 +523,7 @@ class ReplayContext final : public P2PLayer {
     double t0 = now(r);
     double size = c.size_bytes.eval(rs.frame);
     if (!(size >= 0) || !std::isfinite(size)) throw ReplayError(where(r, b.index) + "size \"" + c.size_bytes.text() + "\" is " + fmt(size));
+    size *= rs.agg;
     int root = checked_rank(r, b.index, c.root);
     int seq = rs.coll_seq++ & 0x3fffffff;
     CollAcc acc;
@@ -467,6 +604,7 @@ class ReplayContext final : public P2PLayer {
                         std::to_string(send.owner) + " (block " + block_id(send.block) + ") truncated: receive is " +
                         fmt(recv.size) + " bytes");
     recv.match_time = send.match_time;
+    recv.matched_peer = send.owner;
     recv.started = true;
     recv.done = send.done;  // an eager message may have arrived before its receive was posted
     if (recv.done) wake(recv.owner);
@@ -593,6 +731,13 @@ class ReplayContext final : public P2PLayer {
     Split s;
     s.wait = std::clamp(req->match_time - t0, 0.0, t1 - t0);
     s.comm = (t1 - t0) - s.wait;
+    if (stats_ && s.wait > 0) {
+      const int peer = req->is_send ? req->peer : req->matched_peer;
+      rs.wait_peers.emplace_back(peer, s.wait);
+      if (req->ctx != 0) rs.wait_collective += s.wait;
+      else if (req->is_send) rs.wait_late_receiver += s.wait;
+      else rs.wait_late_sender += s.wait;
+    }
     return s;
   }
 
@@ -703,6 +848,15 @@ class ReplayContext final : public P2PLayer {
     ph.wait_s += s.wait;
     rank_phase_[static_cast<std::size_t>(r) * phase_.size() + static_cast<std::size_t>(block_phase_[block])] += total;
     ph.end_s = std::max(ph.end_s, now(r));
+    if (stats_) {
+      rank_block_wait_[static_cast<std::size_t>(r) * sk_.blocks.size() + static_cast<std::size_t>(block)] += s.wait;
+      for (const auto& [peer, w] : rs.wait_peers) block_cause_[block][peer] += w;
+      rs.wait_peers.clear();
+      block_late_sender_[block] += rs.wait_late_sender;
+      block_late_receiver_[block] += rs.wait_late_receiver;
+      block_coll_wait_[block] += rs.wait_collective;
+      rs.wait_late_sender = rs.wait_late_receiver = rs.wait_collective = 0;
+    }
     record(r, block, kind, t0);
   }
 
@@ -744,6 +898,13 @@ class ReplayContext final : public P2PLayer {
   std::vector<results::PhaseTotals> phase_;
   std::vector<double> rank_phase_;  // rank * phases + phase: time of each rank in each phase
   std::vector<int> block_phase_;
+  // Diagnosis (configure_diagnosis): per-rank figures (rank * blocks + block), summarised by collect_stats.
+  bool stats_ = false;
+  std::vector<double> rank_block_compute_, rank_block_wait_, rank_block_exec_, rank_phase_compute_;
+  std::vector<std::map<int, double>> block_cause_;  // block -> peer waited for -> wait summed over ranks
+  std::vector<double> block_late_sender_, block_late_receiver_, block_coll_wait_;
+  // What-ifs, by block index: compute seconds per execution (< 0: as written), compute factor, loop aggregation.
+  std::vector<double> set_compute_, scale_compute_, aggregate_;
   std::vector<TimelineRow> timeline_;
   bool timeline_truncated_ = false;
   int active_ = 0;     // ranks neither finished nor blocked on their semaphore
@@ -850,6 +1011,7 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
                       std::to_string(hosts.size()) + " compute hosts (generate a larger one with `mksim platform`)");
 
   ReplayContext ctx(sk, machine, hosts, opt.P, frame, opt.seed, !opt.timeline_csv.empty());
+  ctx.configure_diagnosis(opt.block_stats, opt.what_ifs);
   // Transfer ends come from the network model itself, so no rank waits on a SimGrid comm (a comm waited by
   // two actors leaks a CPU action in SimGrid 3.32, and one wait simcall per message is saved). NetworkAction
   // is not in SimGrid's public headers; it derives from kernel::resource::Action alone, which is all we read.

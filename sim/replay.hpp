@@ -13,6 +13,19 @@
 
 namespace mksim::sim {
 
+/** @brief A change to the program applied by the engine while replaying, to measure what fixing a problem
+ *  saves (diagnosis what-ifs). Blocks are named by their id as results report them. */
+struct WhatIf {
+  enum class Kind : std::uint8_t {
+    SET_COMPUTE_S,   ///< every execution of compute block `block` takes `value` seconds (balance: the mean)
+    SCALE_COMPUTE,   ///< compute block `block` takes `value` times its amount (0 removes it)
+    AGGREGATE_LOOP,  ///< loop `block` runs count/value iterations whose messages and compute are `value` times larger
+  };
+  Kind kind = Kind::SCALE_COMPUTE;
+  std::string block;
+  double value = 1;
+};
+
 /** @brief Everything one replay needs besides the skeleton. */
 struct ReplayOptions {
   std::string platform_path;                 ///< SimGrid XML (or mksim-generated) platform
@@ -22,6 +35,8 @@ struct ReplayOptions {
   std::string timeline_csv;                  ///< when not empty, write a per-rank event timeline (CSV)
   std::vector<std::string> simgrid_config;   ///< extra SimGrid settings "key:value", applied last
   std::ostream* warnings = nullptr;          ///< where to say what may degrade the run (memory limits), or none
+  bool block_stats = false;                  ///< fill RunResult::block_stats and phase_stats (diagnosis)
+  std::vector<WhatIf> what_ifs;              ///< program changes applied while replaying (none: the program as written)
 };
 
 /** @brief The skeleton deadlocked at the requested P: what() lists blocked ranks and what each waits for. */

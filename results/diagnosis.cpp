@@ -1,0 +1,220 @@
+// HDF5 writer and reader of a Diagnosis (layout: results/diagnosis.hpp), through hdf5_common's checked calls
+// and atomic write, as the run and sweep files.
+#include "results/diagnosis.hpp"
+
+#include "results/hdf5_common.hpp"
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mksim::results {
+namespace {
+
+using namespace detail;
+
+class Writer {
+ public:
+  Writer(std::string path, hid_t file) : path_(std::move(path)), file_(file) {
+    dcpl_ = checked(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, path_, "create dataset property list");
+    checked(H5Pset_obj_track_times(dcpl_.get(), 0), path_, "disable dataset time tracking");
+    gcpl_ = checked(H5Pcreate(H5P_GROUP_CREATE), H5Pclose, path_, "create group property list");
+    checked(H5Pset_obj_track_times(gcpl_.get(), 0), path_, "disable group time tracking");
+    checked(H5Pset_link_creation_order(gcpl_.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED), path_,
+            "set group link creation order");
+    string_type_ = utf8_string_type(path_);
+  }
+
+  void string_attribute(const std::string& name, const std::string& value) {
+    const Handle space = checked(H5Screate(H5S_SCALAR), H5Sclose, path_, "create scalar dataspace");
+    const Handle attribute = checked(H5Acreate2(file_, name.c_str(), string_type_.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                                     H5Aclose, path_, "create attribute '" + name + "'");
+    const char* data = value.c_str();
+    checked(H5Awrite(attribute.get(), string_type_.get(), &data), path_, "write attribute '" + name + "'");
+  }
+
+  void number_attribute(const char* name, hid_t file_type, hid_t memory_type, const void* value) {
+    const Handle space = checked(H5Screate(H5S_SCALAR), H5Sclose, path_, "create scalar dataspace");
+    const Handle attribute = checked(H5Acreate2(file_, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose,
+                                     path_, std::string("create attribute '") + name + "'");
+    checked(H5Awrite(attribute.get(), memory_type, value), path_, std::string("write attribute '") + name + "'");
+  }
+
+  Handle group(const char* name) {
+    return checked(H5Gcreate2(file_, name, H5P_DEFAULT, gcpl_.get(), H5P_DEFAULT), H5Gclose, path_,
+                   std::string("create group /") + name);
+  }
+
+  void column(const Handle& g, const char* name, const std::vector<double>& v) {
+    write_column(g, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, v.size(), v.data());
+  }
+  void column(const Handle& g, const char* name, const std::vector<int>& v) {
+    write_column(g, name, H5T_STD_I32LE, H5T_NATIVE_INT, v.size(), v.data());
+  }
+  void column(const Handle& g, const char* name, const std::vector<std::string>& v) {
+    const std::vector<const char*> pointers = column_of(v, [](const std::string& s) { return s.c_str(); });
+    write_column(g, name, string_type_.get(), string_type_.get(), v.size(), pointers.data());
+  }
+
+ private:
+  void write_column(const Handle& g, const char* name, hid_t file_type, hid_t memory_type, std::size_t rows, const void* data) {
+    const hsize_t dims[1] = {rows};
+    const Handle space = checked(H5Screate_simple(1, dims, nullptr), H5Sclose, path_, "create dataspace");
+    const Handle dataset = checked(H5Dcreate2(g.get(), name, file_type, space.get(), H5P_DEFAULT, dcpl_.get(), H5P_DEFAULT),
+                                   H5Dclose, path_, std::string("create dataset ") + name);
+    if (rows > 0)
+      checked(H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), path_,
+              std::string("write dataset ") + name);
+  }
+
+  std::string path_;
+  hid_t file_;
+  Handle dcpl_, gcpl_, string_type_;
+};
+
+void write_file(const std::string& path, const std::string& file_path, const Diagnosis& d) {
+  Handle file = create_file(path, file_path);
+  {
+    Writer w(path, file.get());
+    w.string_attribute("format", DIAGNOSIS_FORMAT_NAME);
+    const int version = DIAGNOSIS_FORMAT_VERSION;
+    w.number_attribute("format_version", H5T_STD_I32LE, H5T_NATIVE_INT, &version);
+    w.number_attribute("baseline_time_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &d.baseline_time_s);
+    w.number_attribute("threshold_pct", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &d.threshold_pct);
+    for (const auto& [key, value] : d.attributes) {
+      if (key == "format" || key == "format_version" || key == "baseline_time_s" || key == "threshold_pct")
+        throw std::runtime_error(path + ": attribute '" + key + "' is reserved");
+      w.string_attribute(key, value);
+    }
+    const auto& p = d.problems;
+    const Handle gp = w.group("problems");
+    std::vector<int> rank;
+    for (std::size_t i = 0; i < p.size(); ++i) rank.push_back(static_cast<int>(i) + 1);
+    w.column(gp, "rank", rank);
+    w.column(gp, "kind", column_of(p, [](const Problem& x) { return x.kind; }));
+    w.column(gp, "block", column_of(p, [](const Problem& x) { return x.block; }));
+    w.column(gp, "phase", column_of(p, [](const Problem& x) { return x.phase; }));
+    w.column(gp, "ranks", column_of(p, [](const Problem& x) { return x.ranks; }));
+    w.column(gp, "action", column_of(p, [](const Problem& x) { return x.action; }));
+    w.column(gp, "gain_s", column_of(p, [](const Problem& x) { return x.gain_s; }));
+    w.column(gp, "gain_pct", column_of(p, [](const Problem& x) { return x.gain_pct; }));
+    w.column(gp, "method", column_of(p, [](const Problem& x) { return x.method; }));
+    w.column(gp, "formula_gain_s", column_of(p, [](const Problem& x) { return x.formula_gain_s; }));
+    w.column(gp, "detail", column_of(p, [](const Problem& x) { return x.detail; }));
+
+    const auto& f = d.phases;
+    const Handle gf = w.group("phases");
+    w.column(gf, "phase", column_of(f, [](const PhaseStats& x) { return x.phase; }));
+    w.column(gf, "time_max_s", column_of(f, [](const PhaseStats& x) { return x.time_max_s; }));
+    w.column(gf, "time_mean_s", column_of(f, [](const PhaseStats& x) { return x.time_mean_s; }));
+    w.column(gf, "utilisation_mean", column_of(f, [](const PhaseStats& x) { return x.utilisation_mean; }));
+    w.column(gf, "utilisation_min", column_of(f, [](const PhaseStats& x) { return x.utilisation_min; }));
+    w.column(gf, "utilisation_argmin", column_of(f, [](const PhaseStats& x) { return x.utilisation_argmin; }));
+    w.column(gf, "compute_max_s", column_of(f, [](const PhaseStats& x) { return x.compute_max_s; }));
+    w.column(gf, "compute_mean_s", column_of(f, [](const PhaseStats& x) { return x.compute_mean_s; }));
+    w.column(gf, "compute_argmax", column_of(f, [](const PhaseStats& x) { return x.compute_argmax; }));
+
+    const auto& b = d.blocks;
+    const Handle gb = w.group("blocks");
+    w.column(gb, "id", column_of(b, [](const BlockStats& x) { return x.id; }));
+    w.column(gb, "compute_max_s", column_of(b, [](const BlockStats& x) { return x.compute_max_s; }));
+    w.column(gb, "compute_mean_s", column_of(b, [](const BlockStats& x) { return x.compute_mean_s; }));
+    w.column(gb, "compute_argmax", column_of(b, [](const BlockStats& x) { return x.compute_argmax; }));
+    w.column(gb, "wait_max_s", column_of(b, [](const BlockStats& x) { return x.wait_max_s; }));
+    w.column(gb, "wait_mean_s", column_of(b, [](const BlockStats& x) { return x.wait_mean_s; }));
+    w.column(gb, "wait_argmax", column_of(b, [](const BlockStats& x) { return x.wait_argmax; }));
+    w.column(gb, "late_sender_s", column_of(b, [](const BlockStats& x) { return x.late_sender_s; }));
+    w.column(gb, "late_receiver_s", column_of(b, [](const BlockStats& x) { return x.late_receiver_s; }));
+    w.column(gb, "collective_wait_s", column_of(b, [](const BlockStats& x) { return x.collective_wait_s; }));
+    w.column(gb, "cause_rank", column_of(b, [](const BlockStats& x) { return x.cause_rank; }));
+    w.column(gb, "executions_max", column_of(b, [](const BlockStats& x) { return x.executions_max; }));
+    w.column(gb, "executions_mean", column_of(b, [](const BlockStats& x) { return x.executions_mean; }));
+
+    const Handle gn = w.group("notes");
+    w.column(gn, "text", d.notes);
+  }
+  checked(file.close(), path, "close (flush) temporary file " + file_path);
+}
+
+// --- reading ---
+
+double read_double_attribute(const std::string& path, hid_t file, const char* name) {
+  const Handle a = checked(H5Aopen(file, name, H5P_DEFAULT), H5Aclose, path, std::string("open attribute '") + name + "'");
+  double v = 0;
+  checked(H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v), path, std::string("read attribute '") + name + "'");
+  return v;
+}
+
+std::string read_string_attribute(const std::string& path, hid_t file, const std::string& name) {
+  const Handle a = checked(H5Aopen(file, name.c_str(), H5P_DEFAULT), H5Aclose, path, "open attribute '" + name + "'");
+  const Handle space = checked(H5Aget_space(a.get()), H5Sclose, path, "get space of attribute '" + name + "'");
+  const Handle type = checked(H5Aget_type(a.get()), H5Tclose, path, "get type of attribute '" + name + "'");
+  if (H5Tget_class(type.get()) != H5T_STRING) throw std::runtime_error(path + ": attribute '" + name + "' is not a string");
+  auto v = read_strings(path, type.get(), space.get(), "attribute '" + name + "'",
+                        [&](hid_t memory_type, void* buffer) { return H5Aread(a.get(), memory_type, buffer); });
+  return v.empty() ? std::string() : v.front();
+}
+
+std::vector<std::string> read_string_column(const std::string& path, hid_t group, const char* name) {
+  const Handle d = checked(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose, path, std::string("open dataset ") + name);
+  const Handle space = checked(H5Dget_space(d.get()), H5Sclose, path, std::string("get space of ") + name);
+  const Handle type = checked(H5Dget_type(d.get()), H5Tclose, path, std::string("get type of ") + name);
+  return read_strings(path, type.get(), space.get(), std::string("dataset ") + name,
+                      [&](hid_t memory_type, void* buffer) { return H5Dread(d.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer); });
+}
+
+std::vector<double> read_double_column(const std::string& path, hid_t group, const char* name) {
+  const Handle d = checked(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose, path, std::string("open dataset ") + name);
+  const Handle space = checked(H5Dget_space(d.get()), H5Sclose, path, std::string("get space of ") + name);
+  const hssize_t n = H5Sget_simple_extent_npoints(space.get());
+  if (n < 0) fail(path, std::string("size of ") + name);
+  std::vector<double> v(static_cast<std::size_t>(n));
+  if (n > 0) checked(H5Dread(d.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), path, std::string("read ") + name);
+  return v;
+}
+
+}  // namespace
+
+void write_diagnosis_hdf5(const std::string& path, const Diagnosis& diagnosis) {
+  QuietHdf5Errors quiet;
+  write_atomically(path, [&](const std::string& temporary) { write_file(path, temporary, diagnosis); });
+}
+
+Diagnosis read_diagnosis_hdf5(const std::string& path) {
+  QuietHdf5Errors quiet;
+  Handle file = open_for_reading(path);
+  const hid_t f = file.get();
+  if (read_string_attribute(path, f, "format") != DIAGNOSIS_FORMAT_NAME)
+    throw std::runtime_error(path + ": not an mksim diagnosis file (format is not \"" + DIAGNOSIS_FORMAT_NAME + "\")");
+  Diagnosis d;
+  d.baseline_time_s = read_double_attribute(path, f, "baseline_time_s");
+  d.threshold_pct = read_double_attribute(path, f, "threshold_pct");
+  for (const std::string& name : attribute_names(path, f, "root"))
+    if (name != "format" && name != "format_version" && name != "baseline_time_s" && name != "threshold_pct")
+      d.attributes.emplace_back(name, read_string_attribute(path, f, name));
+  const Handle g = checked(H5Gopen2(f, "problems", H5P_DEFAULT), H5Gclose, path, "open group /problems");
+  const auto kind = read_string_column(path, g.get(), "kind");
+  const auto block = read_string_column(path, g.get(), "block");
+  const auto phase = read_string_column(path, g.get(), "phase");
+  const auto ranks = read_string_column(path, g.get(), "ranks");
+  const auto action = read_string_column(path, g.get(), "action");
+  const auto gain_s = read_double_column(path, g.get(), "gain_s");
+  const auto gain_pct = read_double_column(path, g.get(), "gain_pct");
+  const auto method = read_string_column(path, g.get(), "method");
+  const auto formula = read_double_column(path, g.get(), "formula_gain_s");
+  const auto detail = read_string_column(path, g.get(), "detail");
+  const std::size_t n = kind.size();
+  if (block.size() != n || phase.size() != n || ranks.size() != n || action.size() != n || gain_s.size() != n ||
+      gain_pct.size() != n || method.size() != n || formula.size() != n || detail.size() != n)
+    throw std::runtime_error(path + ": /problems columns have different lengths");
+  for (std::size_t i = 0; i < n; ++i)
+    d.problems.push_back(Problem{kind[i], block[i], phase[i], ranks[i], action[i], gain_s[i], gain_pct[i], method[i], formula[i], detail[i]});
+  const Handle gn = checked(H5Gopen2(f, "notes", H5P_DEFAULT), H5Gclose, path, "open group /notes");
+  d.notes = read_string_column(path, gn.get(), "text");
+  return d;
+}
+
+}  // namespace mksim::results

@@ -1,0 +1,286 @@
+// mksim diagnose (issue 8): injected problems are found, ranked first when they dominate, and their predicted
+// gain is within 10% of the gain measured by replaying the fixed program (written here independently, as a
+// skeleton or parameter change); reference skeletons show no problem above the 5% threshold.
+#include "results/diagnosis.hpp"
+#include "sim/diagnose.hpp"
+#include "sim/diagnose_cli.hpp"
+#include "sim/isolate.hpp"
+#include "skeletons/skeleton_io.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace mksim;
+
+namespace {
+
+const std::string SRC = MKSIM_SOURCE_DIR;
+const std::string PARAGON = SRC + "/platforms/paragon.xml";
+const std::string DATA = SRC + "/tests/data/diagnose/";
+constexpr double THRESHOLD_PCT = 5;
+
+std::string temp_path(const std::string& name) {
+  return (fs::temp_directory_path() / ("mksim-diagnose-" + std::to_string(getpid()) + "-" + name)).string();
+}
+
+/** @brief `mksim diagnose` through the command function; the diagnosis as read back from its HDF5 file. */
+results::Diagnosis diagnose_cli(const std::string& skeleton, int P, const std::vector<std::string>& params, std::string* text = nullptr) {
+  const std::string h5 = temp_path("diag.h5");
+  std::vector<std::string> args = {skeleton, "--platform", PARAGON, "--P", std::to_string(P), "-o", h5, "--quiet"};
+  for (const auto& p : params) args.insert(args.end(), {"--param", p});
+  std::ostringstream out, err;
+  const int rc = sim::cmd_diagnose(args, out, err);
+  EXPECT_EQ(rc, 0) << err.str();
+  if (text) *text = out.str();
+  results::Diagnosis d = results::read_diagnosis_hdf5(h5);
+  fs::remove(h5);
+  return d;
+}
+
+double replay_time(const skeletons::Skeleton& sk, int P, const std::map<std::string, double>& params) {
+  sim::ReplayOptions o;
+  o.platform_path = PARAGON;
+  o.P = P;
+  o.params = params;
+  return sim::replay_in_child(sk, o).predicted_time_s;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+const results::Problem* find(const results::Diagnosis& d, const std::string& kind, const std::string& block = "") {
+  for (const auto& p : d.problems)
+    if (p.kind == kind && (block.empty() || p.block == block)) return &p;
+  return nullptr;
+}
+
+/** @brief The integer after `prefix` in `text` (e.g. "set K = 8"), or -1. */
+double number_after(const std::string& text, const std::string& prefix) {
+  const auto at = text.find(prefix);
+  if (at == std::string::npos) return -1;
+  return std::strtod(text.c_str() + at + prefix.size(), nullptr);
+}
+
+void expect_gain_close(double predicted, double measured, const std::string& what) {
+  EXPECT_GT(measured, 0) << what;
+  EXPECT_LE(std::abs(predicted - measured), 0.10 * measured) << what << ": predicted " << predicted << " s, measured " << measured << " s";
+  std::printf("%s: predicted gain %.6f s, measured %.6f s (%.2f%%)\n", what.c_str(), predicted, measured,
+              100.0 * (predicted - measured) / measured);
+}
+
+}  // namespace
+
+TEST(DiagnoseReplay, BlockStatisticsMatchTheInjectedImbalance) {
+  // rank 3 computes 3 ms per step, the others 1 ms: max = 20 * 3 ms on rank 3, mean = 20 * (7 + 3) / 8 ms.
+  const auto sk = skeletons::load_skeleton(DATA + "imbalance.json");
+  sim::ReplayOptions o;
+  o.platform_path = PARAGON;
+  o.P = 8;
+  const results::RunResult r = sim::replay_stats_in_child(sk, o);
+  ASSERT_EQ(r.block_stats.size(), sk.blocks.size());
+  const results::BlockStats* work = nullptr;
+  for (const auto& b : r.block_stats)
+    if (b.id == "work") work = &b;
+  ASSERT_NE(work, nullptr);
+  EXPECT_EQ(work->compute_argmax, 3);
+  EXPECT_NEAR(work->compute_max_s, 0.060, 1e-12);
+  EXPECT_NEAR(work->compute_mean_s, 0.020 * 10 / 8, 1e-12);
+  EXPECT_EQ(work->ranks_executing, 8);
+  EXPECT_DOUBLE_EQ(work->executions_max, 20);
+  // the waits at the halo are late senders; rank 3's neighbours wait for it
+  const results::BlockStats* wait = nullptr;
+  for (const auto& b : r.block_stats)
+    if (b.id == "halo-wait") wait = &b;
+  ASSERT_NE(wait, nullptr);
+  EXPECT_GT(wait->late_sender_s, 0);
+  EXPECT_EQ(wait->late_receiver_s, 0);
+  EXPECT_EQ(wait->cause_rank, 3);
+  EXPECT_GT(wait->wait_max_s, 0.02);
+  // the statistics change nothing else: same time and blocks as a plain replay
+  const results::RunResult plain = sim::replay_in_child(sk, o);
+  EXPECT_EQ(plain.predicted_time_s, r.predicted_time_s);
+  ASSERT_EQ(plain.blocks.size(), r.blocks.size());
+  for (std::size_t i = 0; i < r.blocks.size(); ++i) EXPECT_EQ(plain.blocks[i].time_s, r.blocks[i].time_s);
+  ASSERT_FALSE(r.phase_stats.empty());
+  for (const auto& p : r.phase_stats) {
+    EXPECT_GE(p.utilisation_min, 0);
+    EXPECT_LE(p.utilisation_mean, 1);
+  }
+}
+
+TEST(DiagnoseReplay, WhatIfsChangeOnlyWhatTheySay) {
+  const auto sk = skeletons::load_skeleton(DATA + "tiny_messages.json");
+  sim::ReplayOptions o;
+  o.platform_path = PARAGON;
+  o.P = 4;
+  // aggregating the loop by 8 in the engine is the program written with iters/8, 8x bytes, 8x compute
+  o.what_ifs = {{sim::WhatIf::Kind::AGGREGATE_LOOP, "chatter", 8}};
+  const double engine = sim::replay_in_child(sk, o).predicted_time_s;
+  const double written = replay_time(sk, 4, {{"iters", 32}, {"bytes", 64}, {"t_iter", 8 * 2e-5}});
+  EXPECT_NEAR(engine, written, 1e-9 * written);
+  // removing a compute block is the program without it
+  o.what_ifs = {{sim::WhatIf::Kind::SCALE_COMPUTE, "main-work", 0}};
+  EXPECT_NEAR(sim::replay_in_child(sk, o).predicted_time_s, replay_time(sk, 4, {{"t_main", 0}}), 1e-12);
+  o.what_ifs = {{sim::WhatIf::Kind::SCALE_COMPUTE, "chatter", 0}};  // not a compute block
+  EXPECT_THROW(sim::replay_in_child(sk, o), sim::ReplayError);
+  o.what_ifs = {{sim::WhatIf::Kind::AGGREGATE_LOOP, "no-such-block", 2}};
+  EXPECT_THROW(sim::replay_in_child(sk, o), sim::ReplayError);
+}
+
+TEST(Diagnose, ImbalancedRankIsFirstWithTheGainOfTheBalancedProgram) {
+  std::string text;
+  const results::Diagnosis d = diagnose_cli(DATA + "imbalance.json", 8, {}, &text);
+  std::printf("%s", text.c_str());
+  std::fflush(stdout);  // before the next fork
+  ASSERT_FALSE(d.problems.empty());
+  const results::Problem& first = d.problems.front();
+  EXPECT_EQ(first.kind, "imbalance");
+  EXPECT_EQ(first.block, "work");
+  EXPECT_NE(first.ranks.find("rank 3 "), std::string::npos) << first.ranks;
+  EXPECT_EQ(first.method.rfind("simulated", 0), 0u) << first.method;
+  EXPECT_GE(first.gain_pct, THRESHOLD_PCT);
+  // the fixed program, written independently: every rank does the mean work
+  std::string json = read_text(DATA + "imbalance.json");
+  const std::string hot = "\"t_work * if(rank == hot, extra, 1)\"";
+  ASSERT_NE(json.find(hot), std::string::npos);
+  json.replace(json.find(hot), hot.size(), "\"t_work * (P - 1 + extra) / P\"");
+  const double fixed = replay_time(skeletons::parse_skeleton(json, "balanced.json"), 8, {});
+  expect_gain_close(first.gain_s, d.baseline_time_s - fixed, "imbalanced rank");
+  // the seed's formula (max - mean of the block) is reported beside it
+  EXPECT_NEAR(first.formula_gain_s, 0.060 - 0.025, 1e-9);
+}
+
+TEST(Diagnose, OversizedPipelineBlocksAreFirstWithTheGainOfTheBetterGrain) {
+  std::string text;
+  const results::Diagnosis d = diagnose_cli(SRC + "/skeletons/examples/pge1.json", 16, {"K=256"}, &text);
+  std::printf("%s", text.c_str());
+  std::fflush(stdout);  // before the next fork
+  ASSERT_FALSE(d.problems.empty());
+  const results::Problem& first = d.problems.front();
+  EXPECT_EQ(first.kind, "pipeline_grain");
+  EXPECT_GE(first.gain_pct, THRESHOLD_PCT);
+  const double K = number_after(first.action, "set K = ");
+  ASSERT_GE(K, 1) << first.action;
+  EXPECT_LT(K, 256);
+  const auto sk = skeletons::load_skeleton(SRC + "/skeletons/examples/pge1.json");
+  const double before = replay_time(sk, 16, {{"K", 256}}), after = replay_time(sk, 16, {{"K", K}});
+  EXPECT_DOUBLE_EQ(before, d.baseline_time_s);
+  expect_gain_close(first.gain_s, before - after, "pipeline K=256 -> " + std::to_string(static_cast<int>(K)));
+  EXPECT_NE(first.detail.find("sqrt((beta s + g)/m)"), std::string::npos);
+}
+
+TEST(Diagnose, TinyMessagesInALoopAreFirstWithTheGainOfTheAggregatedLoop) {
+  std::string text;
+  const results::Diagnosis d = diagnose_cli(DATA + "tiny_messages.json", 8, {}, &text);
+  std::printf("%s", text.c_str());
+  std::fflush(stdout);  // before the next fork
+  ASSERT_FALSE(d.problems.empty());
+  const results::Problem& first = d.problems.front();
+  EXPECT_EQ(first.kind, "granularity");
+  EXPECT_EQ(first.block, "chatter");
+  EXPECT_GE(first.gain_pct, THRESHOLD_PCT);
+  const double k = number_after(first.action, "aggregate ");
+  ASSERT_GE(k, 2) << first.action;
+  // the aggregated program, written with the skeleton's parameters: iters/k iterations of k times the data and work
+  const auto sk = skeletons::load_skeleton(DATA + "tiny_messages.json");
+  const double fixed = replay_time(sk, 8, {{"iters", 256 / k}, {"bytes", 8 * k}, {"t_iter", 2e-5 * k}});
+  expect_gain_close(first.gain_s, d.baseline_time_s - fixed, "tiny messages, k=" + std::to_string(static_cast<int>(k)));
+}
+
+TEST(Diagnose, LateSenderIsFoundWithItsCauseAndTheGainOfTheOnTimeProgram) {
+  std::string text;
+  const results::Diagnosis d = diagnose_cli(DATA + "late_sender.json", 8, {}, &text);
+  std::printf("%s", text.c_str());
+  std::fflush(stdout);  // before the next fork
+  const results::Problem* late = find(d, "late_sender", "shift-wait");
+  ASSERT_NE(late, nullptr) << text;
+  EXPECT_NE(late->ranks.find("caused by rank 0"), std::string::npos) << late->ranks;
+  EXPECT_NE(late->action.find("late-work"), std::string::npos) << late->action;
+  EXPECT_GE(late->gain_pct, THRESHOLD_PCT);
+  // ranked first: the late sender, or its root cause (the same block) when that is listed with the same gain
+  ASSERT_FALSE(d.problems.empty());
+  const results::Problem& first = d.problems.front();
+  EXPECT_TRUE(&first == late || first.block == "late-work") << first.kind << " " << first.block;
+  const auto sk = skeletons::load_skeleton(DATA + "late_sender.json");
+  const double on_time = replay_time(sk, 8, {{"t_late", 0}});
+  expect_gain_close(late->gain_s, d.baseline_time_s - on_time, "late sender");
+}
+
+namespace {
+void expect_nothing_above_threshold(const std::string& skeleton, int P, const std::vector<std::string>& params) {
+  std::string text;
+  const results::Diagnosis d = diagnose_cli(skeleton, P, params, &text);
+  std::printf("%s", text.c_str());
+  std::fflush(stdout);  // before the next fork
+  EXPECT_GT(d.baseline_time_s, 0);
+  for (const auto& p : d.problems) EXPECT_LT(p.gain_pct, THRESHOLD_PCT) << p.kind << " " << p.block << ": " << p.method;
+  EXPECT_NE(text.find(" 0 above the 5% threshold"), std::string::npos) << text;
+}
+}  // namespace
+
+TEST(DiagnoseReference, Atm2dHasNoProblemAboveThreshold) {
+  expect_nothing_above_threshold(SRC + "/skeletons/examples/atm2d.json", 16, {});
+}
+
+TEST(DiagnoseReference, Pge1AtItsGoodGrainHasNoProblemAboveThreshold) {
+  // On the Paragon at P = 16 (N = 1024, M = 256) the replay's best grain is K = 16: the file's default K = 8 (the
+  // paper's optimum on its machine) is 7% slower here, which diagnose reports (see the next test).
+  expect_nothing_above_threshold(SRC + "/skeletons/examples/pge1.json", 16, {"K=16"});
+}
+
+TEST(DiagnoseReference, Pge1AtTheFileDefaultGrainGetsTheBetterGrain) {
+  std::string text;
+  const results::Diagnosis d = diagnose_cli(SRC + "/skeletons/examples/pge1.json", 16, {"K=8"}, &text);
+  std::printf("%s", text.c_str());
+  std::fflush(stdout);
+  ASSERT_FALSE(d.problems.empty());
+  EXPECT_EQ(d.problems.front().kind, "pipeline_grain");
+  EXPECT_EQ(d.problems.front().action, "set K = 16 (now 8)");
+  for (const auto& p : d.problems) EXPECT_EQ(p.action.find("set M"), std::string::npos) << "M is a problem size, not a grain";
+}
+
+TEST(DiagnoseReference, CgHasNoProblemAboveThreshold) {
+  expect_nothing_above_threshold(SRC + "/skeletons/examples/cg.json", 16, {});
+}
+
+TEST(DiagnoseFile, WritesAndReadsBack) {
+  results::Diagnosis d;
+  d.baseline_time_s = 1.5;
+  d.threshold_pct = 5;
+  d.attributes = {{"P", "8"}, {"platform", "x.xml"}};
+  d.problems.push_back({"imbalance", "work", "compute", "rank 3", "balance", 0.25, 16.7, "simulated", 0.2, "max - mean"});
+  d.problems.push_back({"scaling", "", "forward", "model term pipeline", "none", 0, 0, "model", -1, "grows"});
+  d.notes = {"a note"};
+  const std::string path = temp_path("rw.h5");
+  results::write_diagnosis_hdf5(path, d);
+  const results::Diagnosis r = results::read_diagnosis_hdf5(path);
+  fs::remove(path);
+  EXPECT_EQ(r.baseline_time_s, 1.5);
+  EXPECT_EQ(r.attributes, d.attributes);
+  ASSERT_EQ(r.problems.size(), 2u);
+  EXPECT_EQ(r.problems[0].kind, "imbalance");
+  EXPECT_EQ(r.problems[0].gain_s, 0.25);
+  EXPECT_EQ(r.problems[1].formula_gain_s, -1);
+  EXPECT_EQ(r.notes, d.notes);
+  EXPECT_THROW(results::read_diagnosis_hdf5(path), std::runtime_error);  // gone
+}
+
+TEST(DiagnoseCli, UsageErrors) {
+  std::ostringstream out, err;
+  EXPECT_EQ(sim::cmd_diagnose({DATA + "imbalance.json", "--platform", PARAGON}, out, err), 2);  // no --P
+  EXPECT_EQ(sim::cmd_diagnose({DATA + "imbalance.json", "--platform", PARAGON, "--P", "4", "--param", "K"}, out, err), 2);
+  EXPECT_EQ(sim::cmd_diagnose({"--help"}, out, err), 0);
+  EXPECT_NE(out.str().find("mksim diagnose"), std::string::npos);
+}
