@@ -25,78 +25,6 @@ constexpr const char* FORMAT_NAME = "mksim-calibration";
 
 // --- writing ---
 
-class Writer {
- public:
-  Writer(std::string path, hid_t file) : path_(std::move(path)), file_(file) {
-    dcpl_ = checked(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, path_, "create dataset property list");
-    checked(H5Pset_obj_track_times(dcpl_.get(), 0), path_, "disable dataset time tracking");
-    gcpl_ = checked(H5Pcreate(H5P_GROUP_CREATE), H5Pclose, path_, "create group property list");
-    checked(H5Pset_obj_track_times(gcpl_.get(), 0), path_, "disable group time tracking");
-    checked(H5Pset_link_creation_order(gcpl_.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED), path_,
-            "set group link creation order");
-    string_type_ = utf8_string_type(path_);
-  }
-
-  Handle group(hid_t parent, const std::string& name, const std::string& label) {
-    return checked(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, gcpl_.get(), H5P_DEFAULT), H5Gclose, path_,
-                   "create group " + label);
-  }
-
-  void string_attribute(hid_t object, const std::string& label, const char* name, const std::string& value) {
-    const char* data = value.c_str();
-    attribute(object, label, name, string_type_.get(), string_type_.get(), &data);
-  }
-  void attribute(hid_t object, const std::string& label, const char* name, double value) {
-    attribute(object, label, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value);
-  }
-  void attribute(hid_t object, const std::string& label, const char* name, std::uint64_t value) {
-    attribute(object, label, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, &value);
-  }
-  void attribute(hid_t object, const std::string& label, const char* name, int value) {
-    attribute(object, label, name, H5T_STD_I32LE, H5T_NATIVE_INT, &value);
-  }
-
-  void column(hid_t group, const std::string& table, const char* name, const std::vector<double>& values) {
-    write_column(group, table, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.size(), values.data());
-  }
-  void column(hid_t group, const std::string& table, const char* name, const std::vector<std::uint64_t>& values) {
-    write_column(group, table, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, values.size(), values.data());
-  }
-  void column(hid_t group, const std::string& table, const char* name, const std::vector<std::uint8_t>& values) {
-    write_column(group, table, name, H5T_STD_U8LE, H5T_NATIVE_UINT8, values.size(), values.data());
-  }
-  void column(hid_t group, const std::string& table, const char* name, const std::vector<std::string>& values) {
-    const std::vector<const char*> pointers = column_of(values, [](const std::string& s) { return s.c_str(); });
-    write_column(group, table, name, string_type_.get(), string_type_.get(), values.size(), pointers.data());
-  }
-
- private:
-  void attribute(hid_t object, const std::string& label, const char* name, hid_t file_type, hid_t memory_type,
-                 const void* value) {
-    const std::string operation = "attribute '" + std::string(name) + "' of " + label;
-    const Handle space = checked(H5Screate(H5S_SCALAR), H5Sclose, path_, "create scalar dataspace");
-    const Handle attr = checked(H5Acreate2(object, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose,
-                                path_, "create " + operation);
-    checked(H5Awrite(attr.get(), memory_type, value), path_, "write " + operation);
-  }
-
-  void write_column(hid_t group, const std::string& table, const char* name, hid_t file_type, hid_t memory_type,
-                    std::size_t rows, const void* data) {
-    const std::string label = "dataset " + table + "/" + name;
-    const hsize_t dims[1] = {rows};
-    const Handle space = checked(H5Screate_simple(1, dims, nullptr), H5Sclose, path_, "create dataspace");
-    const Handle dataset = checked(H5Dcreate2(group, name, file_type, space.get(), H5P_DEFAULT, dcpl_.get(),
-                                              H5P_DEFAULT),
-                                   H5Dclose, path_, "create " + label);
-    if (rows > 0)
-      checked(H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), path_, "write " + label);
-  }
-
-  std::string path_;
-  hid_t file_;
-  Handle dcpl_, gcpl_, string_type_;
-};
-
 void validate_for_writing(const std::string& path, const CalibDb& db) {
   const auto has_nul = [](const std::string& s) { return s.find('\0') != std::string::npos; };
   for (const std::string* s : {&db.machine, &db.date_utc, &db.hostname, &db.mpi_library, &db.config})
@@ -175,7 +103,7 @@ void write_kernel(Writer& writer, hid_t kernels, const CalibKernel& kernel) {
 void write_file(const std::string& path, const std::string& file_path, const CalibDb& db) {
   Handle file = create_file(path, file_path);
   {
-    Writer writer(path, file.get());
+    Writer writer(path);
     const hid_t root = file.get();
     writer.string_attribute(root, "/", "format", FORMAT_NAME);
     writer.attribute(root, "/", "format_version", CALIB_FORMAT_VERSION);

@@ -16,125 +16,67 @@ namespace {
 
 using namespace detail;
 
-class Writer {
- public:
-  Writer(std::string path, hid_t file) : path_(std::move(path)), file_(file) {
-    dcpl_ = checked(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, path_, "create dataset property list");
-    checked(H5Pset_obj_track_times(dcpl_.get(), 0), path_, "disable dataset time tracking");
-    gcpl_ = checked(H5Pcreate(H5P_GROUP_CREATE), H5Pclose, path_, "create group property list");
-    checked(H5Pset_obj_track_times(gcpl_.get(), 0), path_, "disable group time tracking");
-    checked(H5Pset_link_creation_order(gcpl_.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED), path_,
-            "set group link creation order");
-    string_type_ = utf8_string_type(path_);
-  }
-
-  void string_attribute(const std::string& name, const std::string& value) {
-    const Handle space = checked(H5Screate(H5S_SCALAR), H5Sclose, path_, "create scalar dataspace");
-    const Handle attribute = checked(H5Acreate2(file_, name.c_str(), string_type_.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
-                                     H5Aclose, path_, "create attribute '" + name + "'");
-    const char* data = value.c_str();
-    checked(H5Awrite(attribute.get(), string_type_.get(), &data), path_, "write attribute '" + name + "'");
-  }
-
-  void number_attribute(const char* name, hid_t file_type, hid_t memory_type, const void* value) {
-    const Handle space = checked(H5Screate(H5S_SCALAR), H5Sclose, path_, "create scalar dataspace");
-    const Handle attribute = checked(H5Acreate2(file_, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose,
-                                     path_, std::string("create attribute '") + name + "'");
-    checked(H5Awrite(attribute.get(), memory_type, value), path_, std::string("write attribute '") + name + "'");
-  }
-
-  Handle group(const char* name) {
-    return checked(H5Gcreate2(file_, name, H5P_DEFAULT, gcpl_.get(), H5P_DEFAULT), H5Gclose, path_,
-                   std::string("create group /") + name);
-  }
-
-  void column(const Handle& g, const char* name, const std::vector<double>& v) {
-    write_column(g, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, v.size(), v.data());
-  }
-  void column(const Handle& g, const char* name, const std::vector<int>& v) {
-    write_column(g, name, H5T_STD_I32LE, H5T_NATIVE_INT, v.size(), v.data());
-  }
-  void column(const Handle& g, const char* name, const std::vector<std::string>& v) {
-    const std::vector<const char*> pointers = column_of(v, [](const std::string& s) { return s.c_str(); });
-    write_column(g, name, string_type_.get(), string_type_.get(), v.size(), pointers.data());
-  }
-
- private:
-  void write_column(const Handle& g, const char* name, hid_t file_type, hid_t memory_type, std::size_t rows, const void* data) {
-    const hsize_t dims[1] = {rows};
-    const Handle space = checked(H5Screate_simple(1, dims, nullptr), H5Sclose, path_, "create dataspace");
-    const Handle dataset = checked(H5Dcreate2(g.get(), name, file_type, space.get(), H5P_DEFAULT, dcpl_.get(), H5P_DEFAULT),
-                                   H5Dclose, path_, std::string("create dataset ") + name);
-    if (rows > 0)
-      checked(H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), path_,
-              std::string("write dataset ") + name);
-  }
-
-  std::string path_;
-  hid_t file_;
-  Handle dcpl_, gcpl_, string_type_;
-};
-
 void write_file(const std::string& path, const std::string& file_path, const Diagnosis& d) {
   Handle file = create_file(path, file_path);
   {
-    Writer w(path, file.get());
-    w.string_attribute("format", DIAGNOSIS_FORMAT_NAME);
+    Writer w(path);
+    const hid_t root = file.get();
+    w.string_attribute(root, "/", "format", DIAGNOSIS_FORMAT_NAME);
     const int version = DIAGNOSIS_FORMAT_VERSION;
-    w.number_attribute("format_version", H5T_STD_I32LE, H5T_NATIVE_INT, &version);
-    w.number_attribute("baseline_time_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &d.baseline_time_s);
-    w.number_attribute("threshold_pct", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &d.threshold_pct);
+    w.attribute(root, "/", "format_version", version);
+    w.attribute(root, "/", "baseline_time_s", d.baseline_time_s);
+    w.attribute(root, "/", "threshold_pct", d.threshold_pct);
     for (const auto& [key, value] : d.attributes) {
       if (key == "format" || key == "format_version" || key == "baseline_time_s" || key == "threshold_pct")
         throw std::runtime_error(path + ": attribute '" + key + "' is reserved");
-      w.string_attribute(key, value);
+      w.string_attribute(root, "/", key.c_str(), value);
     }
     const auto& p = d.problems;
-    const Handle gp = w.group("problems");
+    const Handle gp = w.group(root, "problems", "/problems");
     std::vector<int> rank;
     for (std::size_t i = 0; i < p.size(); ++i) rank.push_back(static_cast<int>(i) + 1);
-    w.column(gp, "rank", rank);
-    w.column(gp, "kind", column_of(p, [](const Problem& x) { return x.kind; }));
-    w.column(gp, "block", column_of(p, [](const Problem& x) { return x.block; }));
-    w.column(gp, "phase", column_of(p, [](const Problem& x) { return x.phase; }));
-    w.column(gp, "ranks", column_of(p, [](const Problem& x) { return x.ranks; }));
-    w.column(gp, "action", column_of(p, [](const Problem& x) { return x.action; }));
-    w.column(gp, "gain_s", column_of(p, [](const Problem& x) { return x.gain_s; }));
-    w.column(gp, "gain_pct", column_of(p, [](const Problem& x) { return x.gain_pct; }));
-    w.column(gp, "method", column_of(p, [](const Problem& x) { return x.method; }));
-    w.column(gp, "formula_gain_s", column_of(p, [](const Problem& x) { return x.formula_gain_s; }));
-    w.column(gp, "detail", column_of(p, [](const Problem& x) { return x.detail; }));
+    w.column(gp.get(), "/problems", "rank", rank);
+    w.column(gp.get(), "/problems", "kind", column_of(p, [](const Problem& x) { return x.kind; }));
+    w.column(gp.get(), "/problems", "block", column_of(p, [](const Problem& x) { return x.block; }));
+    w.column(gp.get(), "/problems", "phase", column_of(p, [](const Problem& x) { return x.phase; }));
+    w.column(gp.get(), "/problems", "ranks", column_of(p, [](const Problem& x) { return x.ranks; }));
+    w.column(gp.get(), "/problems", "action", column_of(p, [](const Problem& x) { return x.action; }));
+    w.column(gp.get(), "/problems", "gain_s", column_of(p, [](const Problem& x) { return x.gain_s; }));
+    w.column(gp.get(), "/problems", "gain_pct", column_of(p, [](const Problem& x) { return x.gain_pct; }));
+    w.column(gp.get(), "/problems", "method", column_of(p, [](const Problem& x) { return x.method; }));
+    w.column(gp.get(), "/problems", "formula_gain_s", column_of(p, [](const Problem& x) { return x.formula_gain_s; }));
+    w.column(gp.get(), "/problems", "detail", column_of(p, [](const Problem& x) { return x.detail; }));
 
     const auto& f = d.phases;
-    const Handle gf = w.group("phases");
-    w.column(gf, "phase", column_of(f, [](const PhaseStats& x) { return x.phase; }));
-    w.column(gf, "time_max_s", column_of(f, [](const PhaseStats& x) { return x.time_max_s; }));
-    w.column(gf, "time_mean_s", column_of(f, [](const PhaseStats& x) { return x.time_mean_s; }));
-    w.column(gf, "utilisation_mean", column_of(f, [](const PhaseStats& x) { return x.utilisation_mean; }));
-    w.column(gf, "utilisation_min", column_of(f, [](const PhaseStats& x) { return x.utilisation_min; }));
-    w.column(gf, "utilisation_argmin", column_of(f, [](const PhaseStats& x) { return x.utilisation_argmin; }));
-    w.column(gf, "compute_max_s", column_of(f, [](const PhaseStats& x) { return x.compute_max_s; }));
-    w.column(gf, "compute_mean_s", column_of(f, [](const PhaseStats& x) { return x.compute_mean_s; }));
-    w.column(gf, "compute_argmax", column_of(f, [](const PhaseStats& x) { return x.compute_argmax; }));
+    const Handle gf = w.group(root, "phases", "/phases");
+    w.column(gf.get(), "/phases", "phase", column_of(f, [](const PhaseStats& x) { return x.phase; }));
+    w.column(gf.get(), "/phases", "time_max_s", column_of(f, [](const PhaseStats& x) { return x.time_max_s; }));
+    w.column(gf.get(), "/phases", "time_mean_s", column_of(f, [](const PhaseStats& x) { return x.time_mean_s; }));
+    w.column(gf.get(), "/phases", "utilisation_mean", column_of(f, [](const PhaseStats& x) { return x.utilisation_mean; }));
+    w.column(gf.get(), "/phases", "utilisation_min", column_of(f, [](const PhaseStats& x) { return x.utilisation_min; }));
+    w.column(gf.get(), "/phases", "utilisation_argmin", column_of(f, [](const PhaseStats& x) { return x.utilisation_argmin; }));
+    w.column(gf.get(), "/phases", "compute_max_s", column_of(f, [](const PhaseStats& x) { return x.compute_max_s; }));
+    w.column(gf.get(), "/phases", "compute_mean_s", column_of(f, [](const PhaseStats& x) { return x.compute_mean_s; }));
+    w.column(gf.get(), "/phases", "compute_argmax", column_of(f, [](const PhaseStats& x) { return x.compute_argmax; }));
 
     const auto& b = d.blocks;
-    const Handle gb = w.group("blocks");
-    w.column(gb, "id", column_of(b, [](const BlockStats& x) { return x.id; }));
-    w.column(gb, "compute_max_s", column_of(b, [](const BlockStats& x) { return x.compute_max_s; }));
-    w.column(gb, "compute_mean_s", column_of(b, [](const BlockStats& x) { return x.compute_mean_s; }));
-    w.column(gb, "compute_argmax", column_of(b, [](const BlockStats& x) { return x.compute_argmax; }));
-    w.column(gb, "wait_max_s", column_of(b, [](const BlockStats& x) { return x.wait_max_s; }));
-    w.column(gb, "wait_mean_s", column_of(b, [](const BlockStats& x) { return x.wait_mean_s; }));
-    w.column(gb, "wait_argmax", column_of(b, [](const BlockStats& x) { return x.wait_argmax; }));
-    w.column(gb, "late_sender_s", column_of(b, [](const BlockStats& x) { return x.late_sender_s; }));
-    w.column(gb, "late_receiver_s", column_of(b, [](const BlockStats& x) { return x.late_receiver_s; }));
-    w.column(gb, "collective_wait_s", column_of(b, [](const BlockStats& x) { return x.collective_wait_s; }));
-    w.column(gb, "cause_rank", column_of(b, [](const BlockStats& x) { return x.cause_rank; }));
-    w.column(gb, "executions_max", column_of(b, [](const BlockStats& x) { return x.executions_max; }));
-    w.column(gb, "executions_mean", column_of(b, [](const BlockStats& x) { return x.executions_mean; }));
+    const Handle gb = w.group(root, "blocks", "/blocks");
+    w.column(gb.get(), "/blocks", "id", column_of(b, [](const BlockStats& x) { return x.id; }));
+    w.column(gb.get(), "/blocks", "compute_max_s", column_of(b, [](const BlockStats& x) { return x.compute_max_s; }));
+    w.column(gb.get(), "/blocks", "compute_mean_s", column_of(b, [](const BlockStats& x) { return x.compute_mean_s; }));
+    w.column(gb.get(), "/blocks", "compute_argmax", column_of(b, [](const BlockStats& x) { return x.compute_argmax; }));
+    w.column(gb.get(), "/blocks", "wait_max_s", column_of(b, [](const BlockStats& x) { return x.wait_max_s; }));
+    w.column(gb.get(), "/blocks", "wait_mean_s", column_of(b, [](const BlockStats& x) { return x.wait_mean_s; }));
+    w.column(gb.get(), "/blocks", "wait_argmax", column_of(b, [](const BlockStats& x) { return x.wait_argmax; }));
+    w.column(gb.get(), "/blocks", "late_sender_s", column_of(b, [](const BlockStats& x) { return x.late_sender_s; }));
+    w.column(gb.get(), "/blocks", "late_receiver_s", column_of(b, [](const BlockStats& x) { return x.late_receiver_s; }));
+    w.column(gb.get(), "/blocks", "collective_wait_s", column_of(b, [](const BlockStats& x) { return x.collective_wait_s; }));
+    w.column(gb.get(), "/blocks", "cause_rank", column_of(b, [](const BlockStats& x) { return x.cause_rank; }));
+    w.column(gb.get(), "/blocks", "executions_max", column_of(b, [](const BlockStats& x) { return x.executions_max; }));
+    w.column(gb.get(), "/blocks", "executions_mean", column_of(b, [](const BlockStats& x) { return x.executions_mean; }));
 
-    const Handle gn = w.group("notes");
-    w.column(gn, "text", d.notes);
+    const Handle gn = w.group(root, "notes", "/notes");
+    w.column(gn.get(), "/notes", "text", d.notes);
   }
   checked(file.close(), path, "close (flush) temporary file " + file_path);
 }

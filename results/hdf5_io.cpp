@@ -29,73 +29,6 @@ constexpr const char* RESERVED_ATTRIBUTES[] = {"format", "format_version", "pred
 
 // --- writing ---
 
-class Writer {
- public:
-  Writer(std::string path, hid_t file) : path_(std::move(path)), file_(file) {
-    dcpl_ = checked(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, path_, "create dataset property list");
-    checked(H5Pset_obj_track_times(dcpl_.get(), 0), path_, "disable dataset time tracking");
-    gcpl_ = checked(H5Pcreate(H5P_GROUP_CREATE), H5Pclose, path_, "create group property list");
-    checked(H5Pset_obj_track_times(gcpl_.get(), 0), path_, "disable group time tracking");
-    // Tracked creation order makes h5py list a table's columns in the order written here.
-    checked(H5Pset_link_creation_order(gcpl_.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED), path_,
-            "set group link creation order");
-    string_type_ = utf8_string_type(path_);
-  }
-
-  void string_attribute(const std::string& name, const std::string& value) {
-    const Handle space = checked(H5Screate(H5S_SCALAR), H5Sclose, path_, "create scalar dataspace");
-    const std::string operation = "attribute '" + name + "'";
-    const Handle attribute = checked(H5Acreate2(file_, name.c_str(), string_type_.get(), space.get(), H5P_DEFAULT,
-                                                H5P_DEFAULT),
-                                     H5Aclose, path_, "create " + operation);
-    const char* data = value.c_str();
-    checked(H5Awrite(attribute.get(), string_type_.get(), &data), path_, "write " + operation);
-  }
-
-  void number_attribute(const char* name, hid_t file_type, hid_t memory_type, const void* value) {
-    const Handle space = checked(H5Screate(H5S_SCALAR), H5Sclose, path_, "create scalar dataspace");
-    const std::string operation = std::string("attribute '") + name + "'";
-    const Handle attribute = checked(H5Acreate2(file_, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT),
-                                     H5Aclose, path_, "create " + operation);
-    checked(H5Awrite(attribute.get(), memory_type, value), path_, "write " + operation);
-  }
-
-  Handle group(const char* name) {
-    return checked(H5Gcreate2(file_, name, H5P_DEFAULT, gcpl_.get(), H5P_DEFAULT), H5Gclose, path_,
-                   std::string("create group /") + name);
-  }
-
-  void column(const Handle& group, const char* table, const char* name, const std::vector<double>& values) {
-    write_column(group, table, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.size(), values.data());
-  }
-  void column(const Handle& group, const char* table, const char* name, const std::vector<std::uint64_t>& values) {
-    write_column(group, table, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, values.size(), values.data());
-  }
-  void column(const Handle& group, const char* table, const char* name, const std::vector<std::string>& values) {
-    const std::vector<const char*> pointers = column_of(values, [](const std::string& s) { return s.c_str(); });
-    write_column(group, table, name, string_type_.get(), string_type_.get(), values.size(), pointers.data());
-  }
-
- private:
-  void write_column(const Handle& group, const char* table, const char* name, hid_t file_type, hid_t memory_type,
-                    std::size_t rows, const void* data) {
-    const std::string dataset_name = std::string("dataset /") + table + "/" + name;
-    const hsize_t dims[1] = {rows};
-    const Handle space = checked(H5Screate_simple(1, dims, nullptr), H5Sclose, path_, "create dataspace");
-    const Handle dataset = checked(
-        H5Dcreate2(group.get(), name, file_type, space.get(), H5P_DEFAULT, dcpl_.get(), H5P_DEFAULT), H5Dclose,
-        path_, "create " + dataset_name);
-    if (rows > 0) {
-      checked(H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), path_,
-              "write " + dataset_name);
-    }
-  }
-
-  std::string path_;
-  hid_t file_;
-  Handle dcpl_, gcpl_, string_type_;
-};
-
 void validate_for_writing(const std::string& path, const RunResult& result) {
   const auto has_nul = [](const std::string& s) { return s.find('\0') != std::string::npos; };
   std::set<std::string> seen;
@@ -119,45 +52,46 @@ void validate_for_writing(const std::string& path, const RunResult& result) {
 void write_file(const std::string& path, const std::string& file_path, const RunResult& result) {
   Handle file = create_file(path, file_path);
   {
-    Writer writer(path, file.get());
-    writer.string_attribute("format", FORMAT_NAME);
+    Writer writer(path);
+    const hid_t root = file.get();
+    writer.string_attribute(root, "/", "format", FORMAT_NAME);
     const int version = FORMAT_VERSION;
-    writer.number_attribute("format_version", H5T_STD_I32LE, H5T_NATIVE_INT, &version);
-    writer.number_attribute("predicted_time_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &result.predicted_time_s);
-    writer.number_attribute("critical_rank", H5T_STD_I32LE, H5T_NATIVE_INT, &result.critical_rank);
-    writer.number_attribute("total_messages", H5T_STD_U64LE, H5T_NATIVE_UINT64, &result.total_messages);
-    for (const auto& [key, value] : result.attributes) writer.string_attribute(key, value);
+    writer.attribute(root, "/", "format_version", version);
+    writer.attribute(root, "/", "predicted_time_s", result.predicted_time_s);
+    writer.attribute(root, "/", "critical_rank", result.critical_rank);
+    writer.attribute(root, "/", "total_messages", result.total_messages);
+    for (const auto& [key, value] : result.attributes) writer.string_attribute(root, "/", key.c_str(), value);
 
     const std::vector<RankTimes>& ranks = result.ranks;
-    const Handle ranks_group = writer.group("ranks");
-    writer.column(ranks_group, "ranks", "finish_s", column_of(ranks, [](const RankTimes& r) { return r.finish_s; }));
-    writer.column(ranks_group, "ranks", "compute_s", column_of(ranks, [](const RankTimes& r) { return r.compute_s; }));
-    writer.column(ranks_group, "ranks", "comm_s", column_of(ranks, [](const RankTimes& r) { return r.comm_s; }));
-    writer.column(ranks_group, "ranks", "wait_s", column_of(ranks, [](const RankTimes& r) { return r.wait_s; }));
-    writer.column(ranks_group, "ranks", "messages_sent",
+    const Handle ranks_group = writer.group(root, "ranks", "/ranks");
+    writer.column(ranks_group.get(), "/ranks", "finish_s", column_of(ranks, [](const RankTimes& r) { return r.finish_s; }));
+    writer.column(ranks_group.get(), "/ranks", "compute_s", column_of(ranks, [](const RankTimes& r) { return r.compute_s; }));
+    writer.column(ranks_group.get(), "/ranks", "comm_s", column_of(ranks, [](const RankTimes& r) { return r.comm_s; }));
+    writer.column(ranks_group.get(), "/ranks", "wait_s", column_of(ranks, [](const RankTimes& r) { return r.wait_s; }));
+    writer.column(ranks_group.get(), "/ranks", "messages_sent",
                   column_of(ranks, [](const RankTimes& r) { return r.messages_sent; }));
-    writer.column(ranks_group, "ranks", "bytes_sent", column_of(ranks, [](const RankTimes& r) { return r.bytes_sent; }));
+    writer.column(ranks_group.get(), "/ranks", "bytes_sent", column_of(ranks, [](const RankTimes& r) { return r.bytes_sent; }));
 
     const std::vector<BlockTotals>& blocks = result.blocks;
-    const Handle blocks_group = writer.group("blocks");
-    writer.column(blocks_group, "blocks", "id", column_of(blocks, [](const BlockTotals& b) { return b.id; }));
-    writer.column(blocks_group, "blocks", "op", column_of(blocks, [](const BlockTotals& b) { return b.op; }));
-    writer.column(blocks_group, "blocks", "phase", column_of(blocks, [](const BlockTotals& b) { return b.phase; }));
-    writer.column(blocks_group, "blocks", "executions",
+    const Handle blocks_group = writer.group(root, "blocks", "/blocks");
+    writer.column(blocks_group.get(), "/blocks", "id", column_of(blocks, [](const BlockTotals& b) { return b.id; }));
+    writer.column(blocks_group.get(), "/blocks", "op", column_of(blocks, [](const BlockTotals& b) { return b.op; }));
+    writer.column(blocks_group.get(), "/blocks", "phase", column_of(blocks, [](const BlockTotals& b) { return b.phase; }));
+    writer.column(blocks_group.get(), "/blocks", "executions",
                   column_of(blocks, [](const BlockTotals& b) { return b.executions; }));
-    writer.column(blocks_group, "blocks", "time_s", column_of(blocks, [](const BlockTotals& b) { return b.time_s; }));
-    writer.column(blocks_group, "blocks", "bytes", column_of(blocks, [](const BlockTotals& b) { return b.bytes; }));
+    writer.column(blocks_group.get(), "/blocks", "time_s", column_of(blocks, [](const BlockTotals& b) { return b.time_s; }));
+    writer.column(blocks_group.get(), "/blocks", "bytes", column_of(blocks, [](const BlockTotals& b) { return b.bytes; }));
 
     const std::vector<PhaseTotals>& phases = result.phases;
-    const Handle phases_group = writer.group("phases");
-    writer.column(phases_group, "phases", "phase", column_of(phases, [](const PhaseTotals& p) { return p.phase; }));
-    writer.column(phases_group, "phases", "compute_s",
+    const Handle phases_group = writer.group(root, "phases", "/phases");
+    writer.column(phases_group.get(), "/phases", "phase", column_of(phases, [](const PhaseTotals& p) { return p.phase; }));
+    writer.column(phases_group.get(), "/phases", "compute_s",
                   column_of(phases, [](const PhaseTotals& p) { return p.compute_s; }));
-    writer.column(phases_group, "phases", "comm_s", column_of(phases, [](const PhaseTotals& p) { return p.comm_s; }));
-    writer.column(phases_group, "phases", "wait_s", column_of(phases, [](const PhaseTotals& p) { return p.wait_s; }));
-    writer.column(phases_group, "phases", "critical_rank_s",
+    writer.column(phases_group.get(), "/phases", "comm_s", column_of(phases, [](const PhaseTotals& p) { return p.comm_s; }));
+    writer.column(phases_group.get(), "/phases", "wait_s", column_of(phases, [](const PhaseTotals& p) { return p.wait_s; }));
+    writer.column(phases_group.get(), "/phases", "critical_rank_s",
                   column_of(phases, [](const PhaseTotals& p) { return p.critical_rank_s; }));
-    writer.column(phases_group, "phases", "end_s", column_of(phases, [](const PhaseTotals& p) { return p.end_s; }));
+    writer.column(phases_group.get(), "/phases", "end_s", column_of(phases, [](const PhaseTotals& p) { return p.end_s; }));
   }
   checked(file.close(), path, "close (flush) temporary file " + file_path);
 }
