@@ -92,12 +92,14 @@ const char* figure_of(FitParam p, const Mapping& m) {
     case FitParam::R: return "recv_overhead_s";
     case FitParam::O: return "per_message_overhead_s";
     case FitParam::ALPHA: return "skew_alpha_s";
+    case FitParam::EAGER_PER_BYTE: return "eager_per_byte_s";
+    case FitParam::HANDSHAKE: return "rendezvous_handshake_s";
   }
   return "?";
 }
 
 const char* unit_of(FitParam p) {
-  return p == FitParam::SPEED ? "flop/s" : p == FitParam::BANDWIDTH ? "B/s" : "s";
+  return p == FitParam::SPEED ? "flop/s" : p == FitParam::BANDWIDTH ? "B/s" : p == FitParam::EAGER_PER_BYTE ? "s/B" : "s";
 }
 
 /** @brief theta (times) from figures, and back. */
@@ -110,6 +112,8 @@ Theta theta_of(const pf::MachineFigures& f, const Mapping& m) {
   t[4] = f.recv_overhead_s.value;
   t[5] = f.per_message_overhead_s.value;
   t[6] = f.skew_alpha_s.value;
+  t[7] = f.eager_per_byte_s.value;
+  t[8] = f.rendezvous_handshake_s.value;
   return t;
 }
 
@@ -129,6 +133,8 @@ std::optional<double>& override_of(pf::FigureOverrides& o, const std::string& fi
   if (figure == "eager_threshold_bytes") return o.eager_threshold_bytes;
   if (figure == "skew_alpha_s") return o.skew_alpha_s;
   if (figure == "end_to_end_latency_s") return o.end_to_end_latency_s;
+  if (figure == "eager_per_byte_s") return o.eager_per_byte_s;
+  if (figure == "rendezvous_handshake_s") return o.rendezvous_handshake_s;
   throw std::logic_error("no figure " + figure);
 }
 
@@ -149,6 +155,8 @@ sim::MachineModel candidate(const BaseMachine& b, const Theta& t) {
   m.recv_overhead_s = t[4];
   m.per_message_overhead_s = t[5];
   m.skew_alpha_s = t[6];
+  m.eager_per_byte_s = t[7];
+  m.rendezvous_handshake_s = t[8];
   const auto base_speed = b.model.speed_flops;
   m.speed_flops = [base_speed, speed0, speed](int rank) { return (base_speed ? base_speed(rank) : speed0) * speed / speed0; };
   const double link_lat0 = f.link_latency_s.value, nic_lat0 = b.map.mesh ? f.nic_latency_s.value : 0.0;
@@ -230,7 +238,7 @@ FitState run_fit(const BaseMachine& b, const skeletons::Skeleton& sk, const std:
   FitState st;
   const Theta base = theta;
   Theta scale{};
-  for (int j = 0; j < FIT_PARAMS; ++j) scale[static_cast<std::size_t>(j)] = std::max(std::fabs(theta[static_cast<std::size_t>(j)]), j == 0 ? 1e-12 : j == 1 ? 1e-12 : 1e-6);
+  for (int j = 0; j < FIT_PARAMS; ++j) scale[static_cast<std::size_t>(j)] = std::max(std::fabs(theta[static_cast<std::size_t>(j)]), j == 0 || j == 1 || j == 7 ? 1e-12 : 1e-6);
   const auto n = static_cast<Eigen::Index>(runs.size());
   Eigen::VectorXd w(n), t_meas(n);
   for (Eigen::Index i = 0; i < n; ++i) {
@@ -483,7 +491,7 @@ std::string params_text(const MeasuredRun& r, const std::vector<std::string>& co
 // ---- public ------------------------------------------------------------------------------------------------
 
 const char* fit_param_name(FitParam p) {
-  static const char* names[] = {"speed", "bandwidth", "latency", "s", "r", "o", "alpha"};
+  static const char* names[] = {"speed", "bandwidth", "latency", "s", "r", "o", "alpha", "eager_per_byte", "handshake"};
   return names[static_cast<int>(p)];
 }
 
@@ -495,7 +503,7 @@ std::vector<FitParam> parse_fit_params(const std::string& list) {
     const std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     bool found = false;
     if (item == "all") {
-      for (int j = 0; j < FIT_PARAMS; ++j) out.push_back(static_cast<FitParam>(j));
+      for (int j = 0; j < FIRST_REGIME_PARAM; ++j) out.push_back(static_cast<FitParam>(j));
       found = true;
     }
     for (int j = 0; j < FIT_PARAMS && !found; ++j)
@@ -503,7 +511,7 @@ std::vector<FitParam> parse_fit_params(const std::string& list) {
         out.push_back(static_cast<FitParam>(j));
         found = true;
       }
-    if (!found) throw std::invalid_argument("unknown figure \"" + item + "\" (known: speed, bandwidth, latency, s, r, o, alpha, all)");
+    if (!found) throw std::invalid_argument("unknown figure \"" + item + "\" (known: speed, bandwidth, latency, s, r, o, alpha, eager_per_byte, handshake, all)");
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -598,6 +606,16 @@ BasePlatform read_base_platform(const std::string& path) {
     else
       b.spec.override_sources[name] = "from the base platform " + std::filesystem::path(path).filename().string();
   }
+  // per-regime figures: optional props (absent = 0)
+  for (const char* name : {"eager_per_byte_s", "rendezvous_handshake_s"}) {
+    const std::string id = std::string("mksim.") + name;
+    if (!props.count(id)) continue;
+    const double v = number(id);
+    if (v < 0) throw FitInputError(path + ": prop " + id + " is negative");
+    if (v == 0) continue;
+    override_of(o, name) = v;
+    b.spec.override_sources[name] = "from the base platform " + std::filesystem::path(path).filename().string();
+  }
   b.figures = pf::figures_for(b.spec);
   return b;
 }
@@ -680,7 +698,7 @@ FitResult fit_platform(const FitRequest& req, std::ostream* log) {
                               " with a time " + fmt("%.3g", runs[k].time_s / runs[i].time_s) + "x different: inconsistent measurements");
     std::vector<int> free;
     if (req.fit.empty()) {
-      for (int j = 0; j < FIT_PARAMS; ++j)
+      for (int j = 0; j < FIRST_REGIME_PARAM; ++j)
         if (!from_db.count(j)) free.push_back(j);
     } else {
       for (FitParam p : req.fit) free.push_back(static_cast<int>(p));
@@ -726,7 +744,8 @@ FitResult fit_platform(const FitRequest& req, std::ostream* log) {
       override_of(res.spec.overrides, pr.figure) = pr.value;
       res.spec.override_sources[pr.figure] = pr.status == "fitted" ? "fitted by mkcalib fit (" + pr.why + ")" : pr.why;
     }
-    res.params.push_back(pr);
+    // per-regime figures: reported only when fitted or set (fits without them print as before)
+    if (j < FIRST_REGIME_PARAM || pr.status != "fixed" || pr.value != 0 || pr.base_value != 0) res.params.push_back(pr);
   }
   {  // the end-to-end neighbour latency the calibrated split gives (s + one hop + r, plus the NICs on a mesh)
     const pf::MachineFigures f = pf::figures_for(res.spec);

@@ -29,10 +29,14 @@ struct FitInputError : std::runtime_error {
 
 /** @brief The figures a fit can act on; the order is the priority when two cannot be told apart (the earlier is
  *  kept). All enter the model linearly as times: 1/speed (s per flop), latency, 1/bandwidth, s, r, o, alpha. */
-enum class FitParam { SPEED, BANDWIDTH, LATENCY, S, R, O, ALPHA };
-inline constexpr int FIT_PARAMS = 7;
+enum class FitParam { SPEED, BANDWIDTH, LATENCY, S, R, O, ALPHA, EAGER_PER_BYTE, HANDSHAKE };
+inline constexpr int FIT_PARAMS = 9;
+/** @brief The first per-regime figure (seed 001 table 2): eager_per_byte (s/B), handshake (s). They are fitted
+ *  only when --fit names them ("all" and the default leave them at the base platform's value), and reported
+ *  only when fitted or non-zero, so fits without them are as before. */
+inline constexpr int FIRST_REGIME_PARAM = 7;
 
-/** @brief "speed", "bandwidth", "latency", "s", "r", "o", "alpha". */
+/** @brief "speed", "bandwidth", "latency", "s", "r", "o", "alpha", "eager_per_byte", "handshake". */
 const char* fit_param_name(FitParam p);
 
 /** @brief Parses "speed,latency,..." (or "all"); throws std::invalid_argument naming an unknown name. */

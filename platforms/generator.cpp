@@ -287,6 +287,11 @@ void machine_props(std::string& x, const Preset& p, const MachineFigures& f, con
   figure_comment(x, "per-message overhead o", format_si(f.per_message_overhead_s.value, "s"), f.per_message_overhead_s);
   figure_comment(x, "eager/rendezvous threshold", num(f.eager_threshold_bytes.value) + " B", f.eager_threshold_bytes);
   figure_comment(x, "skew alpha", format_si(f.skew_alpha_s.value, "s"), f.skew_alpha_s);
+  // per-regime figures: written only when set, so files without them are unchanged
+  if (f.eager_per_byte_s.value != 0)
+    figure_comment(x, "eager per-byte cost", num(f.eager_per_byte_s.value) + " s/B", f.eager_per_byte_s);
+  if (f.rendezvous_handshake_s.value != 0)
+    figure_comment(x, "rendezvous handshake", format_si(f.rendezvous_handshake_s.value, "s"), f.rendezvous_handshake_s);
   prop(x, in, "mksim.machine", p.name);
   prop(x, in, "mksim.title", p.title);
   prop(x, in, "mksim.topology", topology_name(p.topology));
@@ -297,6 +302,8 @@ void machine_props(std::string& x, const Preset& p, const MachineFigures& f, con
   prop(x, in, "mksim.eager_threshold_bytes", num(f.eager_threshold_bytes.value));
   prop(x, in, "mksim.skew_alpha_s", num(f.skew_alpha_s.value));
   prop(x, in, "mksim.end_to_end_latency_s", num(f.end_to_end_latency_s.value));
+  if (f.eager_per_byte_s.value != 0) prop(x, in, "mksim.eager_per_byte_s", num(f.eager_per_byte_s.value));
+  if (f.rendezvous_handshake_s.value != 0) prop(x, in, "mksim.rendezvous_handshake_s", num(f.rendezvous_handshake_s.value));
 }
 
 void write_cluster(std::string& x, const Preset& p, const MachineFigures& f, const std::vector<long>& dims, long n)
@@ -498,6 +505,8 @@ MachineFigures figures_for(const PlatformSpec& spec)
   apply(f.eager_threshold_bytes, o.eager_threshold_bytes, spec, "eager_threshold_bytes");
   apply(f.skew_alpha_s, o.skew_alpha_s, spec, "skew_alpha_s");
   apply(f.end_to_end_latency_s, o.end_to_end_latency_s, spec, "end_to_end_latency_s");
+  apply(f.eager_per_byte_s, o.eager_per_byte_s, spec, "eager_per_byte_s");
+  apply(f.rendezvous_handshake_s, o.rendezvous_handshake_s, spec, "rendezvous_handshake_s");
   return f;
 }
 
@@ -543,6 +552,8 @@ std::string generate_platform_xml(const PlatformSpec& spec)
   if (p.topology != Topology::MESH2D && f.nic_latency_s.value != 0)
     throw std::invalid_argument(spec.machine + ": a per-node latency is only supported on meshes (SimGrid "
                                 "clusters have none); put it in send/recv overheads");
+  if (!(f.eager_per_byte_s.value >= 0) || !(f.rendezvous_handshake_s.value >= 0))
+    throw std::invalid_argument(spec.machine + ": eager per-byte cost and rendezvous handshake must be >= 0");
   const bool full_mesh = p.topology == Topology::MESH2D && n <= spec.mesh_full_xml_max_nodes;
   std::string extra;
   if (p.topology == Topology::MESH2D)

@@ -37,6 +37,10 @@ struct MachineFigures {
   Figure eager_threshold_bytes;      ///< largest message sent eagerly; larger ones use rendezvous
   Figure skew_alpha_s;               ///< skew term alpha*sqrt(P) of seed 000 s.5.2
   Figure end_to_end_latency_s;       ///< published nearest-neighbour latency the split above reproduces
+  /// Per-regime figures (seed 001 table 2: rho + beta*D per regime). 0 = none, and then no prop is written, so
+  /// platforms without them behave exactly as before. Both are charged to the sender at the send (sim/replay.cpp).
+  Figure eager_per_byte_s{0, "none"};         ///< extra time per byte of a message at or below the eager threshold (copy)
+  Figure rendezvous_handshake_s{0, "none"};   ///< extra time per message above the eager threshold (RTS/CTS handshake)
 };
 
 /** @brief Optional replacements for preset figures (their source becomes "override"). */
@@ -52,6 +56,8 @@ struct FigureOverrides {
   std::optional<double> eager_threshold_bytes;
   std::optional<double> skew_alpha_s;
   std::optional<double> end_to_end_latency_s;  ///< informational figure (e.g. a calibrated s + route + r)
+  std::optional<double> eager_per_byte_s;
+  std::optional<double> rendezvous_handshake_s;
 };
 
 /** @brief What to generate: a preset machine, its dimensions, and figure overrides. */

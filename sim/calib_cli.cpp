@@ -5,6 +5,7 @@
 
 #include "calibration/bench.hpp"
 #include "calibration/fit_platform.hpp"
+#include "calibration/pattern_table.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/skeleton_io.hpp"
 #include "sim/cli.hpp"
@@ -42,10 +43,12 @@ const char* USAGE =
     "       mkcalib fit --platform BASE [--db FILE.h5] [--runs RUNS.csv --skeleton S] [--fit LIST] [--max-error E]\n"
     "                   [--no-replay] -o CALIBRATED.xml\n"
     "       mkcalib validate --platform CALIBRATED.xml --skeleton S --runs HELDOUT.csv\n"
+    "       mkcalib table-runs --table LINES.csv --machine NAME [-P N] [--steps S] -o RUNS.csv\n"
+    "       mkcalib table-check --table LINES.csv --machine NAME --platform XML [-P N] [--steps S]\n"
     "       mkcalib --version | --help\n"
     "kernels: pingpong send_overhead recv_overhead stream shift1d halo2d barrier bcast reduce allreduce\n"
     "         allgather alltoall gather scatter compute; groups: all p2p overheads patterns collectives\n"
-    "figures (--fit): speed bandwidth latency s r o alpha, or all\n";
+    "figures (--fit): speed bandwidth latency s r o alpha (all), eager_per_byte handshake (only by name)\n";
 
 // -np is a long option with one dash (as mpirun spells it); allow_long_disguise accepts it.
 bool parse_options(const std::vector<std::string>& args, const po::options_description& desc,
@@ -263,6 +266,69 @@ int cmd_fit(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   return EXIT_OK;
 }
 
+calibration::PatternTable read_table(const std::string& path) {
+  try {
+    return calibration::read_pattern_table(path);
+  } catch (const calibration::PatternTableError& e) {
+    throw UsageError(e.what());
+  }
+}
+
+int cmd_table_runs(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mkcalib table-runs");
+  std::string table, machine, output;
+  int P = 16, steps = 10;
+  desc.add_options()("help,h", "this help")
+      ("table", po::value(&table)->required(), "per-pattern lines, CSV machine,pattern,regime,rho_us,beta_us_per_byte (seed 001 table 2)")
+      ("machine", po::value(&machine)->required(), "the table's machine whose lines to use (e.g. t3e)")
+      ("np,P", po::value(&P)->default_value(P), "ranks of the runs (a 2-D pattern needs P >= 4 on a Px x Py grid)")
+      ("steps", po::value(&steps)->default_value(steps), "pattern repetitions per run")
+      ("output,o", po::value(&output)->required(), "runs CSV to write (for mkcalib fit --runs with --skeleton comm_patterns.json)");
+  if (!parse_options(args, desc, {}, out)) return EXIT_OK;
+  if (P < 4 || steps < 1) throw UsageError("-P must be >= 4 and --steps >= 1");
+  calibration::MeasuredRuns runs;
+  try {
+    runs = calibration::pattern_runs(read_table(table), machine, P, steps);
+  } catch (const calibration::PatternTableError& e) {
+    throw UsageError(e.what());
+  }
+  calibration::write_file_atomically(output, calibration::format_runs_csv(runs));
+  out << "wrote " << output << ": " << runs.runs.size() << " run(s)\n";
+  return EXIT_OK;
+}
+
+int cmd_table_check(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mkcalib table-check");
+  std::string table, machine, platform;
+  int P = 16, steps = 10;
+  desc.add_options()("help,h", "this help")
+      ("table", po::value(&table)->required(), "per-pattern lines (as for table-runs)")
+      ("machine", po::value(&machine)->required(), "the table's machine whose lines to check")
+      ("platform", po::value(&platform)->required(), "the platform file or a bundled name")
+      ("np,P", po::value(&P)->default_value(P), "ranks")
+      ("steps", po::value(&steps)->default_value(steps), "pattern repetitions per run");
+  if (!parse_options(args, desc, {}, out)) return EXIT_OK;
+  if (P < 4 || steps < 1) throw UsageError("-P must be >= 4 and --steps >= 1");
+  const std::string platform_path = existing_data(platform, "platforms");
+  skeletons::Skeleton sk;
+  try {
+    sk = skeletons::load_skeleton(existing_data("comm_patterns.json", "calibration/data"));
+  } catch (const skeletons::SkeletonError& e) {
+    throw UsageError(e.what());
+  }
+  std::vector<calibration::PatternCheck> rows;
+  try {
+    rows = calibration::check_pattern_table(platform_path, sk, read_table(table), machine, P, steps);
+  } catch (const calibration::PatternTableError& e) {
+    throw UsageError(e.what());
+  } catch (const calibration::FitInputError& e) {
+    throw UsageError(e.what());
+  }
+  out << "platform " << platform_path << ", table " << table << " (" << machine << "), P=" << P << ", steps=" << steps << "\n";
+  out << calibration::format_pattern_check(rows);
+  return EXIT_OK;
+}
+
 int cmd_validate(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("mkcalib validate");
   std::string platform, runs, skeleton;
@@ -307,6 +373,8 @@ int run_mkcalib(const std::vector<std::string>& args, std::ostream& out, std::os
       if (args[0] == "show") return cmd_show(rest, out);
       if (args[0] == "fit") return cmd_fit(rest, out, err);
       if (args[0] == "validate") return cmd_validate(rest, out);
+      if (args[0] == "table-runs") return cmd_table_runs(rest, out);
+      if (args[0] == "table-check") return cmd_table_check(rest, out);
       throw UsageError("unknown command \"" + args[0] + "\"\n" + USAGE);
     } catch (const calibration::FitError& e) {
       throw std::runtime_error(std::string("fit failed: ") + e.what());  // exit code 1

@@ -765,6 +765,7 @@ struct Cost {
 /** @brief Machine symbols and their values. */
 struct MachineSyms {
   symbol s{"s"}, r{"r"}, o{"o"}, alpha{"alpha"}, F{"F"};
+  symbol ce{"c_e"}, h{"h_r"};  // per-regime figures: used (and given values) only when the machine sets them
   std::vector<std::pair<symbol, double>> routes;  // L1, beta1, ... in order of first use
   std::vector<RouteFigures> figures;
   std::vector<std::string> route_users;           // the first label that used each
@@ -802,6 +803,7 @@ class ClassCoster {
     int n_send = 0, n_recv = 0;
     ex m_recv = 0;     // largest message received
     ex route_L = 0, route_beta = 0;
+    ex send_extra = 0; // the sends' per-regime costs (c_e*m eager, h_r rendezvous), 0 without them
     Cost work;         // compute while the exchange is in flight: W
   };
 
@@ -867,6 +869,14 @@ class ClassCoster {
 
   ex recv_cost() const { return ms_.r + ms_.o; }
 
+  /** @brief What a user send of m bytes (`bytes` at the model's point) adds to s with per-regime figures, as
+   *  replay charges it (sim/replay.cpp, post_send): c_e*m at or below the eager threshold, h_r above. Exactly
+   *  0 (no term, no symbol) on machines without them, so their formulas are unchanged. */
+  ex send_extra(const ex& m, double bytes) const {
+    if (bytes <= m_.eager_threshold_bytes) return m_.eager_per_byte_s != 0 ? ex(ms_.ce * m) : ex(0);
+    return m_.rendezvous_handshake_s != 0 ? ex(ms_.h) : ex(0);
+  }
+
   void close(Exchange& x, std::vector<Item>& items) {
     if (!x.open) return;
     Item it;
@@ -874,7 +884,7 @@ class ClassCoster {
     it.label = x.label;
     const ex W = x.work.total();
     it.cost.add(x.work);
-    ex comm = x.n_send * ms_.s;
+    ex comm = x.n_send * ms_.s + x.send_extra;
     if (x.n_recv > 0) {
       const ex tau = x.route_L + x.m_recv * x.route_beta;
       comm += (W.is_zero() ? tau : ex(fn::mk_max(tau, W) - W)) + x.n_recv * recv_cost();
@@ -916,6 +926,7 @@ class ClassCoster {
     ex m = 0, L = 0, beta = 0;
     bool found = false;
     bool rendezvous = false;  ///< a blocking send larger than the eager threshold
+    double bytes = 0;         ///< m at the model's point (first iteration): the regime of send_extra
   };
 
   Cost seq(const sk::Body& b) {
@@ -1034,6 +1045,7 @@ class ClassCoster {
     const ex W = work.total();
     std::tie(msg.L, msg.beta) = mean_route(label);
     const ex tau = msg.L + msg.m * msg.beta;
+    const ex s_eff = ms_.s + send_extra(msg.m, msg.bytes);  // s, plus the per-regime cost when the machine has one
     const ex tau_fill = uneven ? ex(msg.L + m_first * msg.beta) : tau;
     Item it;
     it.phase = true;
@@ -1043,17 +1055,17 @@ class ClassCoster {
     // Remain per block: s + r + o + W, or the link's time for the message when that is longer. A blocking
     // send above the eager threshold (rendezvous) holds its sender for the transfer, and the receiver posts
     // its next receive only once its own send is done, so no transfer overlaps another: + 2 tau(m) per block.
-    ex remain = fn::mk_max(ms_.s + ms_.r + ms_.o, msg.m * msg.beta - W);
+    ex remain = fn::mk_max(s_eff + ms_.r + ms_.o, msg.m * msg.beta - W);
     if (msg.rendezvous) {
-      remain = ms_.s + ms_.r + ms_.o + 2 * tau;
+      remain = s_eff + ms_.r + ms_.o + 2 * tau;
       notes_.insert("pipeline \"" + label + "\": blocking sends above the eager threshold (rendezvous): each block also waits 2 tau(m)");
     }
     // MK's Fill + Remain, and the chain's ends: its last processor does not send and pays o per hop of the
     // fill (exact for a chain of eager messages: Fill + Remain + D*o - (s + r + o)).
-    ex ends = msg.rendezvous ? ex(0) : ex(D * ms_.o - (ms_.s + ms_.r + ms_.o));
+    ex ends = msg.rendezvous ? ex(0) : ex(D * ms_.o - (s_eff + ms_.r + ms_.o));
     if (uneven && !msg.rendezvous)
-      ends -= fn::mk_min(ms_.s, (work_first.total() - W_last) + (m_first - m_last) * msg.beta);
-    it.cost.add(label, "pipeline", D * (tau_fill + ms_.s + ms_.r) + B * remain + ends);
+      ends -= fn::mk_min(s_eff, (work_first.total() - W_last) + (m_first - m_last) * msg.beta);
+    it.cost.add(label, "pipeline", D * (tau_fill + s_eff + ms_.r) + B * remain + ends);
     return it;
   }
 
@@ -1068,7 +1080,7 @@ class ClassCoster {
               if (msg.found && !is_send) return;
               const int peer = peer_of(op);
               auto [L, beta] = is_send ? route(rank_, peer, label) : route(peer, rank_, label);
-              msg = {tr_(op.size_bytes), L, beta, is_send, labels_.at(label).rendezvous};
+              msg = {tr_(op.size_bytes), L, beta, is_send, labels_.at(label).rendezvous, op.size_bytes.eval(frame_)};
             } else if constexpr (std::is_same_v<T, sk::Compute>) {
               ex amount = tr_(op.amount);
               if (op.in_flops) amount = amount / ms_.F;
@@ -1190,6 +1202,8 @@ class ClassCoster {
     if (is_send) {
       x.n_send++;
       (void)route(rank_, peer_of(p), label);
+      if (m_.eager_per_byte_s != 0 || m_.rendezvous_handshake_s != 0)
+        x.send_extra += send_extra(tr_(p.size_bytes), p.size_bytes.eval(frame_));
       if (p.kind == sk::P2PKind::SEND && !x.n_recv) {
         // an eager blocking send returns at once; one larger than the threshold waits for its receiver
         const double bytes = p.size_bytes.eval(frame_);
@@ -1459,6 +1473,13 @@ AnalyticModel derive_model(const sk::Skeleton& skel, const MachineModel& m, cons
   ms.values[ms.r] = numeric(m.recv_overhead_s);
   ms.values[ms.o] = numeric(m.per_message_overhead_s);
   ms.values[ms.alpha] = numeric(m.skew_alpha_s);
+  if (m.eager_per_byte_s != 0) ms.values[ms.ce] = numeric(m.eager_per_byte_s);
+  if (m.rendezvous_handshake_s != 0) ms.values[ms.h] = numeric(m.rendezvous_handshake_s);
+  if (m.eager_per_byte_s != 0 || m.rendezvous_handshake_s != 0)
+    for (const auto& p : skel.params)
+      if (p.name == "c_e" || p.name == "h_r")
+        throw sk::SkeletonError(skel.file, "/params/" + p.name,
+                                "the analytic model names the machine's per-regime figures c_e, h_r: rename this parameter");
 
   // Pass 3: the cost of each class at its first member (and the last, when rank-dependent terms remain).
   struct ClassCost {

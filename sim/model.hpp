@@ -31,6 +31,10 @@ struct MachineModel {
   double per_message_overhead_s = 0;  ///< o: per-message (interrupt) overhead, paid by the receiver
   double skew_alpha_s = 0;            ///< alpha: synchronous phases pay alpha * sqrt(P) (seed 000 s.5.2)
   double eager_threshold_bytes = 65536;
+  /// Per-regime figures (seed 001 table 2), charged to the sender at each user send of m bytes: c_e*m when
+  /// m <= eager_threshold_bytes, h above it. 0 (the default) leaves every formula as without them.
+  double eager_per_byte_s = 0;        ///< c_e
+  double rendezvous_handshake_s = 0;  ///< h
   std::function<double(int rank)> speed_flops;               ///< flop/s of the host rank runs on
   std::function<RouteFigures(int src, int dst)> route;       ///< network figures between two ranks' hosts
 };

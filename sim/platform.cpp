@@ -213,6 +213,10 @@ MachineParams read_machine_params(const simgrid::s4u::Engine& engine)
   params.per_message_overhead_s = read_double(*root, "mksim.per_message_overhead_s", params.per_message_overhead_s);
   params.eager_threshold_bytes  = read_double(*root, "mksim.eager_threshold_bytes", params.eager_threshold_bytes);
   params.skew_alpha_s           = read_double(*root, "mksim.skew_alpha_s", params.skew_alpha_s);
+  params.eager_per_byte_s       = read_double(*root, "mksim.eager_per_byte_s", params.eager_per_byte_s);
+  params.rendezvous_handshake_s = read_double(*root, "mksim.rendezvous_handshake_s", params.rendezvous_handshake_s);
+  if (params.eager_per_byte_s < 0 || params.rendezvous_handshake_s < 0)
+    throw std::runtime_error("platform properties mksim.eager_per_byte_s and mksim.rendezvous_handshake_s must be >= 0");
   return params;
 }
 

@@ -17,6 +17,8 @@ struct MachineParams {
   double per_message_overhead_s = 0;    ///< mksim.per_message_overhead_s: interrupt-like cost (o)
   double eager_threshold_bytes = 65536; ///< mksim.eager_threshold_bytes: largest message sent eagerly
   double skew_alpha_s = 0;              ///< mksim.skew_alpha_s: calibrated skew alpha (seed 000 s.5.2)
+  double eager_per_byte_s = 0;          ///< mksim.eager_per_byte_s: sender's extra time per byte of an eager message
+  double rendezvous_handshake_s = 0;    ///< mksim.rendezvous_handshake_s: sender's extra time per rendezvous message
 };
 
 /** @brief Loads a platform file (any SimGrid XML; mksim's generated meshes through a fast path).

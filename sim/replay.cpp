@@ -661,6 +661,13 @@ class ReplayContext final : public P2PLayer {
     check_abort();
     RankState& rs = ranks_[me];
     rs.ahead += m_.send_overhead_s;
+    // Per-regime figures (0 unless the platform sets them), user messages only (collectives keep their
+    // algorithm's costs): an eager message's copy c_e*m, a rendezvous message's handshake h, both paid by the
+    // sender before the data leave, as the analytic model charges them (sim/model.cpp, send_extra).
+    if (ctx == 0) {
+      if (size <= m_.eager_threshold_bytes) rs.ahead += m_.eager_per_byte_s * size;
+      else rs.ahead += m_.rendezvous_handshake_s;
+    }
     sync(me);  // the transfer starts at the rank's own time
     check_abort();
     ReqPtr req = make_request(true, me, dst, tag, ctx, size, block);
@@ -1040,6 +1047,8 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
   a.emplace_back("machine.per_message_overhead_s", num(machine.per_message_overhead_s));
   a.emplace_back("machine.eager_threshold_bytes", num(machine.eager_threshold_bytes));
   a.emplace_back("machine.skew_alpha_s", num(machine.skew_alpha_s));
+  if (machine.eager_per_byte_s != 0) a.emplace_back("machine.eager_per_byte_s", num(machine.eager_per_byte_s));
+  if (machine.rendezvous_handshake_s != 0) a.emplace_back("machine.rendezvous_handshake_s", num(machine.rendezvous_handshake_s));
   a.emplace_back("P", std::to_string(opt.P));
   a.emplace_back("seed", std::to_string(opt.seed));
   for (const auto& p : sk.params) a.emplace_back("param." + p.name, num(frame[sk.symbols.find(p.name)]));
