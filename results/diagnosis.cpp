@@ -7,6 +7,8 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,6 +48,8 @@ void write_file(const std::string& path, const std::string& file_path, const Dia
     w.column(gp.get(), "/problems", "method", column_of(p, [](const Problem& x) { return x.method; }));
     w.column(gp.get(), "/problems", "formula_gain_s", column_of(p, [](const Problem& x) { return x.formula_gain_s; }));
     w.column(gp.get(), "/problems", "detail", column_of(p, [](const Problem& x) { return x.detail; }));
+    w.column(gp.get(), "/problems", "measured_s", column_of(p, [](const Problem& x) { return x.measured_s; }));
+    w.column(gp.get(), "/problems", "chain", column_of(p, [](const Problem& x) { return x.chain; }));
 
     const auto& f = d.phases;
     const Handle gf = w.group(root, "phases", "/phases");
@@ -77,6 +81,26 @@ void write_file(const std::string& path, const std::string& file_path, const Dia
 
     const Handle gn = w.group(root, "notes", "/notes");
     w.column(gn.get(), "/notes", "text", d.notes);
+
+    const auto& l = d.logical_phases;
+    const Handle gl = w.group(root, "logical_phases", "/logical_phases");
+    w.column(gl.get(), "/logical_phases", "name", column_of(l, [](const LogicalPhase& x) { return x.name; }));
+    w.column(gl.get(), "/logical_phases", "sites", column_of(l, [](const LogicalPhase& x) { return x.sites; }));
+    w.column(gl.get(), "/logical_phases", "occurrences", column_of(l, [](const LogicalPhase& x) { return x.occurrences; }));
+    w.column(gl.get(), "/logical_phases", "start_s", column_of(l, [](const LogicalPhase& x) { return x.start_s; }));
+    w.column(gl.get(), "/logical_phases", "time_s", column_of(l, [](const LogicalPhase& x) { return x.time_s; }));
+    w.column(gl.get(), "/logical_phases", "utilisation_mean", column_of(l, [](const LogicalPhase& x) { return x.utilisation_mean; }));
+    w.column(gl.get(), "/logical_phases", "utilisation_min", column_of(l, [](const LogicalPhase& x) { return x.utilisation_min; }));
+    w.column(gl.get(), "/logical_phases", "utilisation_argmin", column_of(l, [](const LogicalPhase& x) { return x.utilisation_argmin; }));
+    w.column(gl.get(), "/logical_phases", "utilisation", column_of(l, [](const LogicalPhase& x) {
+               std::string t;
+               char buf[32];
+               for (double u : x.utilisation) {
+                 std::snprintf(buf, sizeof buf, "%s%.6g", t.empty() ? "" : " ", u);
+                 t += buf;
+               }
+               return t;
+             }));
   }
   checked(file.close(), path, "close (flush) temporary file " + file_path);
 }
@@ -153,9 +177,40 @@ Diagnosis read_diagnosis_hdf5(const std::string& path) {
       gain_pct.size() != n || method.size() != n || formula.size() != n || detail.size() != n)
     throw std::runtime_error(path + ": /problems columns have different lengths");
   for (std::size_t i = 0; i < n; ++i)
-    d.problems.push_back(Problem{kind[i], block[i], phase[i], ranks[i], action[i], gain_s[i], gain_pct[i], method[i], formula[i], detail[i]});
+    d.problems.push_back(Problem{kind[i], block[i], phase[i], ranks[i], action[i], gain_s[i], gain_pct[i], method[i], formula[i], detail[i], -1, ""});
+  if (H5Lexists(g.get(), "measured_s", H5P_DEFAULT) > 0 && H5Lexists(g.get(), "chain", H5P_DEFAULT) > 0) {  // added later
+    const auto measured = read_double_column(path, g.get(), "measured_s");
+    const auto chain = read_string_column(path, g.get(), "chain");
+    if (measured.size() != n || chain.size() != n) throw std::runtime_error(path + ": /problems columns have different lengths");
+    for (std::size_t i = 0; i < n; ++i) {
+      d.problems[i].measured_s = measured[i];
+      d.problems[i].chain = chain[i];
+    }
+  }
   const Handle gn = checked(H5Gopen2(f, "notes", H5P_DEFAULT), H5Gclose, path, "open group /notes");
   d.notes = read_string_column(path, gn.get(), "text");
+  if (H5Lexists(f, "logical_phases", H5P_DEFAULT) > 0) {  // added later
+    const Handle gl = checked(H5Gopen2(f, "logical_phases", H5P_DEFAULT), H5Gclose, path, "open group /logical_phases");
+    const auto name = read_string_column(path, gl.get(), "name");
+    const auto sites = read_string_column(path, gl.get(), "sites");
+    const auto occ = read_double_column(path, gl.get(), "occurrences");
+    const auto start = read_double_column(path, gl.get(), "start_s");
+    const auto time = read_double_column(path, gl.get(), "time_s");
+    const auto umean = read_double_column(path, gl.get(), "utilisation_mean");
+    const auto umin = read_double_column(path, gl.get(), "utilisation_min");
+    const auto uarg = read_double_column(path, gl.get(), "utilisation_argmin");
+    const auto util = read_string_column(path, gl.get(), "utilisation");
+    const std::size_t m = name.size();
+    if (sites.size() != m || occ.size() != m || start.size() != m || time.size() != m || umean.size() != m || umin.size() != m ||
+        uarg.size() != m || util.size() != m)
+      throw std::runtime_error(path + ": /logical_phases columns have different lengths");
+    for (std::size_t i = 0; i < m; ++i) {
+      LogicalPhase lp{name[i], sites[i], static_cast<int>(occ[i]), start[i], time[i], umean[i], umin[i], static_cast<int>(uarg[i]), {}};
+      std::istringstream in(util[i]);
+      for (double u; in >> u;) lp.utilisation.push_back(u);
+      d.logical_phases.push_back(std::move(lp));
+    }
+  }
   return d;
 }
 

@@ -7,6 +7,7 @@
 #include "sim/machine_model.hpp"
 #include "sim/model.hpp"
 #include "sim/model_queries.hpp"
+#include "sim/trace_diagnose.hpp"
 #include "skeletons/skeleton_io.hpp"
 
 #include <nlohmann/json.hpp>
@@ -15,10 +16,12 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
 #include <sstream>
+#include <unistd.h>
 
 namespace mksim::sim {
 
@@ -362,8 +365,26 @@ results::Diagnosis diagnose(const Skeleton& sk, const DiagnoseOptions& o) {
   results::Diagnosis d;
   d.threshold_pct = o.threshold_pct;
   const int P = o.run.P;
-  const results::RunResult base = replay_stats_in_child(sk, o.run);
+  // the baseline's timeline gives seed 002's logical phases (separation points); kept to moderate P (memory)
+  ReplayOptions base_run = o.run;
+  const bool timeline = P <= 256;
+  if (timeline)
+    base_run.timeline_csv = (std::filesystem::temp_directory_path() / ("mksim-diagnose-timeline-" + std::to_string(getpid()) + ".csv")).string();
+  const results::RunResult base = replay_stats_in_child(sk, base_run);
   const double T0 = base.predicted_time_s;
+  if (timeline) {
+    try {
+      d.logical_phases = logical_phases_from_timeline(base_run.timeline_csv, P, T0);
+      d.notes.push_back("logical phases: separation points of the baseline replay's timeline (no rank in an MPI operation; "
+                        "messages in flight between two computing ranks are not in the timeline)");
+    } catch (const std::exception& e) {
+      d.notes.push_back(std::string("logical phases not computed: ") + e.what());
+    }
+    std::error_code ec;
+    std::filesystem::remove(base_run.timeline_csv, ec);
+  } else {
+    d.notes.push_back("logical phases not computed above P = 256 (the replay timeline would be too large)");
+  }
   d.baseline_time_s = T0;
   d.attributes = base.attributes;
   d.phases = base.phase_stats;
@@ -656,8 +677,8 @@ results::Diagnosis diagnose(const Skeleton& sk, const DiagnoseOptions& o) {
     if (kind_order(a.kind) != kind_order(b.kind)) return kind_order(a.kind) < kind_order(b.kind);
     return a.block < b.block;
   });
-  d.notes.push_back("phase utilisation is per phase label of the skeleton (compute / time in the label's blocks), not "
-                    "seed 002's logical phases found from separation points");
+  d.notes.push_back("phase utilisation is per phase label of the skeleton (compute / time in the label's blocks); the logical "
+                    "phases (seed 002) are listed separately");
   d.attributes.emplace_back("diagnose.threshold_pct", num(o.threshold_pct, "%.10g"));
   d.attributes.emplace_back("diagnose.what_if_replays", std::to_string(whatif.runs()));
   d.attributes.emplace_back("diagnose.scale_factor", std::to_string(o.scale_factor));
@@ -691,6 +712,16 @@ std::string format_diagnosis(const results::Diagnosis& d) {
     std::snprintf(line, sizeof line, "  %-20s %12.6f  %12.6f  %9.3f   %7.3f (%d)\n", (ph.phase.empty() ? "(none)" : ph.phase.c_str()),
                   ph.time_max_s, ph.time_mean_s, ph.utilisation_mean, ph.utilisation_min, ph.utilisation_argmin);
     out << line;
+  }
+  if (!d.logical_phases.empty()) {
+    out << "logical phases (separation points: no rank in an MPI operation):\n";
+    out << "  phase  occurrences      time s   util mean   util min (rank)  blocks\n";
+    for (const auto& lp : d.logical_phases) {
+      char line[256];
+      std::snprintf(line, sizeof line, "  %-6s %11d  %10.6f   %9.3f   %7.3f (%d)    ", lp.name.c_str(), lp.occurrences, lp.time_s,
+                    lp.utilisation_mean, lp.utilisation_min, lp.utilisation_argmin);
+      out << line << lp.sites << "\n";
+    }
   }
   for (const auto& n : d.notes) out << "note: " << n << "\n";
   return out.str();

@@ -4,6 +4,7 @@
 #include "results/diagnosis.hpp"
 #include "sim/cli.hpp"
 #include "sim/diagnose.hpp"
+#include "sim/trace_diagnose.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/skeleton_io.hpp"
 
@@ -20,21 +21,26 @@ namespace fs = std::filesystem;
 
 constexpr const char* USAGE =
     "usage: mksim diagnose SKELETON --platform X --P N [--param NAME=VALUE ...] [-o diag.h5]\n"
-    "Finds performance problems of the skeleton simulated at P and ranks them by the time fixing them saves\n"
-    "(measured by replaying the fixed program where possible; docs/diagnose.md).\n";
+    "       mksim diagnose TRACE_DIR | RANK_FILES... [--platform X] [-o diag.h5]\n"
+    "Finds performance problems of the skeleton simulated at P, or of a run traced by mktrace, and ranks them\n"
+    "by the time fixing them saves (measured on the trace, and by replaying the fixed program where possible;\n"
+    "with a trace and --platform, the skeleton built from the trace is replayed at the trace's P; docs/diagnose.md).\n";
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("mksim diagnose");
-  std::string platform, skeleton, output;
+  std::string platform, output;
+  std::vector<std::string> inputs;
+  double tiny_bytes = 1024;
   int P = 0;
   unsigned long long seed = 1;
   std::vector<std::string> params;
   DiagnoseOptions o;
   bool no_model = false, quiet = false;
   desc.add_options()("help,h", "this help")
-      ("skeleton", po::value(&skeleton), "skeleton JSON (or the first positional argument)")
-      ("platform", po::value(&platform)->required(), "SimGrid platform XML (or a bundled name: paragon, t3e, ipsc860)")
-      ("P", po::value(&P)->required(), "number of MPI ranks to simulate")
+      ("skeleton", po::value(&inputs)->composing(), "skeleton JSON, mktrace run directory or rank files (positional)")
+      ("platform", po::value(&platform), "SimGrid platform XML (or a bundled name: paragon, t3e, ipsc860); optional for a trace")
+      ("P", po::value(&P), "number of MPI ranks to simulate (a trace: its own P)")
+      ("tiny-bytes", po::value(&tiny_bytes)->default_value(1024.0), "trace: messages of at most this size are candidates for aggregation")
       ("param", po::value(&params)->composing(), "parameter value NAME=VALUE (repeatable, or comma-separated)")
       ("seed", po::value(&seed)->default_value(1), "seed of the per-rank random generators")
       ("output,o", po::value(&output), "write the diagnosis to this HDF5 file (atomically)")
@@ -45,7 +51,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       ("no-model", po::bool_switch(&no_model), "skip the analytic model (pipeline-grain and scaling detectors)")
       ("quiet,q", po::bool_switch(&quiet), "do not report each what-if replay on stderr");
   po::positional_options_description pos;
-  pos.add("skeleton", 1);
+  pos.add("skeleton", -1);
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
   if (vm.count("help")) {
@@ -53,16 +59,49 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     return 0;
   }
   po::notify(vm);
-  if (skeleton.empty()) throw UsageError("no skeleton given");
-  if (P < 1) throw UsageError("--P must be at least 1");
-  o.run.platform_path = resolve_data(platform, "platforms");
-  if (!fs::exists(o.run.platform_path)) throw UsageError(platform + ": no such platform file (bundled: ipsc860, paragon, t3e)");
-  o.run.P = P;
-  o.run.params = parse_params(params);
+  if (inputs.empty()) throw UsageError("no skeleton or trace given");
+  auto set_platform = [&] {
+    o.run.platform_path = resolve_data(platform, "platforms");
+    if (!fs::exists(o.run.platform_path)) throw UsageError(platform + ": no such platform file (bundled: ipsc860, paragon, t3e)");
+  };
   o.run.seed = seed;
   o.use_model = !no_model;
   o.progress = quiet ? nullptr : &err;
-  const skeletons::Skeleton sk = skeletons::load_skeleton(resolve_data(skeleton, "skeletons/examples"));
+  std::vector<std::string> resolved = inputs;
+  if (resolved.size() == 1 && !fs::exists(resolved[0])) resolved[0] = resolve_data(resolved[0], "skeletons/examples");
+  DiagnoseInput kind{};
+  try {
+    kind = classify_diagnose_input(resolved);
+  } catch (const std::runtime_error& e) {
+    throw UsageError(e.what());
+  }
+  if (kind != DiagnoseInput::SKELETON) {
+    const trace::Run run = read_diagnose_trace(resolved, kind);
+    if (vm.count("P") && P != run.P) throw UsageError("--P " + std::to_string(P) + ": the trace has P = " + std::to_string(run.P));
+    if (!params.empty()) throw UsageError("--param: a trace has its own parameters (run.json)");
+    TraceDiagnoseOptions t;
+    t.threshold_pct = o.threshold_pct;
+    t.screen_pct = o.screen_pct;
+    t.tiny_bytes = tiny_bytes;
+    t.progress = o.progress;
+    if (!platform.empty()) {
+      set_platform();
+      t.simulate = o;
+    }
+    const results::Diagnosis d = diagnose_trace(run, t);
+    out << format_trace_diagnosis(d);
+    if (!output.empty()) {
+      results::write_diagnosis_hdf5(output, d);
+      out << "wrote " << output << "\n";
+    }
+    return 0;
+  }
+  if (platform.empty()) throw UsageError("--platform is required for a skeleton");
+  if (P < 1) throw UsageError("--P must be at least 1 (required for a skeleton)");
+  set_platform();
+  o.run.P = P;
+  o.run.params = parse_params(params);
+  const skeletons::Skeleton sk = skeletons::load_skeleton(resolved.front());
   const results::Diagnosis d = diagnose(sk, o);
   out << format_diagnosis(d);
   if (!output.empty()) {

@@ -218,6 +218,56 @@ TEST(Diagnose, LateSenderIsFoundWithItsCauseAndTheGainOfTheOnTimeProgram) {
   expect_gain_close(late->gain_s, d.baseline_time_s - on_time, "late sender");
 }
 
+TEST(Diagnose, LateReceiverIsFoundWithItsCauseAndTheGainOfTheOnTimeProgram) {
+  // rank 0 sends 1 MiB (rendezvous) to rank 1, which computes 30 ms more before posting its receive
+  std::string text;
+  const results::Diagnosis d = diagnose_cli(DATA + "late_receiver.json", 4, {}, &text);
+  std::printf("%s", text.c_str());
+  std::fflush(stdout);  // before the next fork
+  const results::Problem* late = find(d, "late_receiver", "big-send");
+  ASSERT_NE(late, nullptr) << text;
+  EXPECT_NE(late->ranks.find("rank 0 waits most"), std::string::npos) << late->ranks;
+  EXPECT_NE(late->ranks.find("caused by rank 1"), std::string::npos) << late->ranks;
+  EXPECT_GE(late->gain_pct, THRESHOLD_PCT);
+  ASSERT_FALSE(d.problems.empty());
+  const results::Problem& first = d.problems.front();
+  EXPECT_TRUE(&first == late || first.block == "late-work") << first.kind << " " << first.block;
+  const auto sk = skeletons::load_skeleton(DATA + "late_receiver.json");
+  const double on_time = replay_time(sk, 4, {{"t_late", 0}});
+  expect_gain_close(late->gain_s, d.baseline_time_s - on_time, "late receiver");
+}
+
+TEST(Diagnose, LateArrivalAtAnAllreduceIsFoundWithItsCauseAndTheGainOfTheOnTimeProgram) {
+  // rank 3 computes 2 ms more per step than the others before the allreduce they all wait in
+  std::string text;
+  const results::Diagnosis d = diagnose_cli(DATA + "collective_wait.json", 8, {}, &text);
+  std::printf("%s", text.c_str());
+  std::fflush(stdout);  // before the next fork
+  const results::Problem* wait = find(d, "collective_wait", "sum");
+  ASSERT_NE(wait, nullptr) << text;
+  EXPECT_NE(wait->ranks.find("caused by rank 3"), std::string::npos) << wait->ranks;
+  EXPECT_GE(wait->gain_pct, THRESHOLD_PCT);
+  ASSERT_FALSE(d.problems.empty());
+  const results::Problem& first = d.problems.front();
+  EXPECT_TRUE(&first == wait || first.block == "late-work") << first.kind << " " << first.block;
+  // logical phases from the replay's separation points: one per step (every rank computes between allreduces),
+  // covering the run; the late rank computes the most
+  ASSERT_EQ(d.logical_phases.size(), 1u);
+  const results::LogicalPhase& lp = d.logical_phases.front();
+  EXPECT_EQ(lp.occurrences, 20);
+  EXPECT_EQ(lp.sites, "sum");
+  EXPECT_NEAR(lp.time_s, d.baseline_time_s, 1e-9);
+  ASSERT_EQ(lp.utilisation.size(), 8u);
+  for (int r = 0; r < 8; ++r) {
+    if (r != 3) {
+      EXPECT_LT(lp.utilisation[r], lp.utilisation[3]) << r;
+    }
+  }
+  const auto sk = skeletons::load_skeleton(DATA + "collective_wait.json");
+  const double on_time = replay_time(sk, 8, {{"t_late", 0}});
+  expect_gain_close(wait->gain_s, d.baseline_time_s - on_time, "collective wait");
+}
+
 namespace {
 void expect_nothing_above_threshold(const std::string& skeleton, int P, const std::vector<std::string>& params) {
   std::string text;
@@ -260,8 +310,9 @@ TEST(DiagnoseFile, WritesAndReadsBack) {
   d.baseline_time_s = 1.5;
   d.threshold_pct = 5;
   d.attributes = {{"P", "8"}, {"platform", "x.xml"}};
-  d.problems.push_back({"imbalance", "work", "compute", "rank 3", "balance", 0.25, 16.7, "simulated", 0.2, "max - mean"});
-  d.problems.push_back({"scaling", "", "forward", "model term pipeline", "none", 0, 0, "model", -1, "grows"});
+  d.problems.push_back({"imbalance", "work", "compute", "rank 3", "balance", 0.25, 16.7, "simulated", 0.2, "max - mean", 0.3, ""});
+  d.problems.push_back({"scaling", "", "forward", "model term pipeline", "none", 0, 0, "model", -1, "grows", -1, "rank 2 <- rank 1"});
+  d.logical_phases.push_back({"L1", "MPI_Allreduce@app+0x10", 3, 0.5, 1.25, 0.6, 0.2, 2, {0.9, 0.7, 0.2, 0.6}});
   d.notes = {"a note"};
   const std::string path = temp_path("rw.h5");
   results::write_diagnosis_hdf5(path, d);
@@ -273,6 +324,16 @@ TEST(DiagnoseFile, WritesAndReadsBack) {
   EXPECT_EQ(r.problems[0].kind, "imbalance");
   EXPECT_EQ(r.problems[0].gain_s, 0.25);
   EXPECT_EQ(r.problems[1].formula_gain_s, -1);
+  EXPECT_EQ(r.problems[0].measured_s, 0.3);
+  EXPECT_EQ(r.problems[1].measured_s, -1);
+  EXPECT_EQ(r.problems[1].chain, "rank 2 <- rank 1");
+  ASSERT_EQ(r.logical_phases.size(), 1u);
+  EXPECT_EQ(r.logical_phases[0].name, "L1");
+  EXPECT_EQ(r.logical_phases[0].sites, "MPI_Allreduce@app+0x10");
+  EXPECT_EQ(r.logical_phases[0].occurrences, 3);
+  EXPECT_EQ(r.logical_phases[0].time_s, 1.25);
+  EXPECT_EQ(r.logical_phases[0].utilisation_argmin, 2);
+  EXPECT_EQ(r.logical_phases[0].utilisation, (std::vector<double>{0.9, 0.7, 0.2, 0.6}));
   EXPECT_EQ(r.notes, d.notes);
   EXPECT_THROW(results::read_diagnosis_hdf5(path), std::runtime_error);  // gone
 }

@@ -1,0 +1,231 @@
+// mksim diagnose on traced runs (issue 8): real OpenMPI runs of tests/diagnose_app.c under mktrace
+// (oversubscribed: 4 ranks), with an injected imbalanced rank and an injected late receiver, and unmodified;
+// the injected problem is found and ranked first, the unmodified run reports nothing above the threshold; input
+// kinds are told apart by content; a corrupt trace is refused naming the file and offset.
+#include "results/diagnosis.hpp"
+#include "sim/diagnose_cli.hpp"
+#include "sim/trace_diagnose.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace mksim;
+
+namespace {
+
+const std::string SRC = MKSIM_SOURCE_DIR;
+const std::string MKTRACE = std::string(MKSIM_BINARY_DIR) + "/trace/mktrace";
+const std::string APP = DIAGNOSE_APP;
+const std::string PARAGON = SRC + "/platforms/paragon.xml";
+constexpr double THRESHOLD_PCT = 5;
+// Real runs of 4 ranks on 2 cores under a parallel ctest: scheduling noise alone reached 4.2% in quiet runs, so
+// the unmodified run is held to 10% (the injected problems measure 29-57%, docs/diagnose.md).
+constexpr double NOISE_THRESHOLD_PCT = 10;
+
+fs::path work_dir() {
+  static const fs::path d = fs::temp_directory_path() / ("mksim-diagtrace-" + std::to_string(getpid()));
+  return d;
+}
+
+/** @brief Traces `diagnose_app args` at P = 4 into work_dir()/name (once per process). */
+std::string traced(const std::string& name, const std::string& args) {
+  const fs::path dir = work_dir() / name;
+  if (fs::exists(dir / "run.json")) return dir.string();
+  fs::create_directories(work_dir());
+  const std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + MKTRACE + " -np 4 -o " + dir.string() +
+                          " -- " + APP + " " + args + " > " + (work_dir() / (name + ".log")).string() + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  EXPECT_EQ(rc, 0) << cmd;
+  return dir.string();
+}
+
+// STEPS WORK_US SLOW_RANK SLOW_FACTOR LATE_RECV_US
+std::string unmodified() { return traced("base", "30 3000 -1 1 0"); }
+std::string slow_rank() { return traced("slow", "30 3000 2 4 0"); }
+std::string late_receiver() { return traced("late", "30 3000 -1 1 15000"); }
+
+results::Diagnosis diagnose(const std::vector<std::string>& args, std::string* text = nullptr, int* rc_out = nullptr) {
+  const std::string h5 = (work_dir() / "diag.h5").string();
+  std::vector<std::string> a = args;
+  a.insert(a.end(), {"-o", h5, "--quiet"});
+  std::ostringstream out, err;
+  const int rc = sim::cmd_diagnose(a, out, err);
+  if (rc_out) *rc_out = rc;
+  EXPECT_EQ(rc, 0) << err.str();
+  if (text) *text = out.str();
+  std::printf("%s", out.str().c_str());
+  std::fflush(stdout);
+  results::Diagnosis d = results::read_diagnosis_hdf5(h5);
+  fs::remove(h5);
+  return d;
+}
+
+const results::Problem* find(const results::Diagnosis& d, const std::string& kind, const std::string& block_prefix) {
+  for (const auto& p : d.problems)
+    if (p.kind == kind && p.block.rfind(block_prefix, 0) == 0) return &p;
+  return nullptr;
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+/** @brief Removes the traces of this process at the end. */
+class Cleanup : public ::testing::Environment {
+ public:
+  void TearDown() override { fs::remove_all(work_dir()); }
+};
+const auto* const cleanup = ::testing::AddGlobalTestEnvironment(new Cleanup);
+
+}  // namespace
+
+TEST(DiagnoseTrace, ImbalancedRankIsFoundRankedFirstAndItsWaitsTracedBackToIt) {
+  // rank 2 computes 4x (12 ms instead of 3 ms) each step before the ring exchange
+  const results::Diagnosis d = diagnose({slow_rank()});
+  ASSERT_FALSE(d.problems.empty());
+  const results::Problem& first = d.problems.front();
+  EXPECT_EQ(first.kind, "imbalance");
+  EXPECT_TRUE(has(first.block, "compute before MPI_Sendrecv")) << first.block;
+  EXPECT_TRUE(has(first.ranks, "rank 2 (max")) << first.ranks;
+  EXPECT_GE(first.gain_pct, THRESHOLD_PCT);
+  // without a platform the gain is max - mean of the ranks' median gap x executions; the plain sums' max - mean
+  // (measured_s) is printed beside it and agrees when nothing else disturbs the ranks
+  EXPECT_GT(first.measured_s, 0.5 * first.gain_s);
+  EXPECT_LT(first.measured_s, 2.0 * first.gain_s);
+  // the others wait for it in the allreduce (directly or through the ring): blamed on rank 2's compute
+  const results::Problem* coll = find(d, "collective_wait", "MPI_Allreduce");
+  ASSERT_NE(coll, nullptr);
+  EXPECT_TRUE(has(coll->ranks, "origin rank 2 (compute before MPI_Sendrecv")) << coll->ranks;
+  EXPECT_FALSE(coll->chain.empty());
+  EXPECT_LE(coll->gain_s, first.gain_s);  // a symptom never outranks its cause
+  // logical phases cover the run, utilisations are fractions
+  ASSERT_FALSE(d.logical_phases.empty());
+  double total = 0;
+  for (const auto& lp : d.logical_phases) {
+    total += lp.time_s;
+    ASSERT_EQ(lp.utilisation.size(), 4u);
+    for (double u : lp.utilisation) {
+      EXPECT_GE(u, 0);
+      EXPECT_LE(u, 1 + 1e-9);
+    }
+  }
+  EXPECT_NEAR(total, d.baseline_time_s, 1e-9 * d.baseline_time_s + 1e-12);
+}
+
+TEST(DiagnoseTrace, LateReceiverIsFoundWithTheRankAndCallSiteCausingIt) {
+  // rank 0 sends 1 MiB (rendezvous) to rank 1, which computes 15 ms more before posting its receive
+  const results::Diagnosis d = diagnose({late_receiver()});
+  ASSERT_FALSE(d.problems.empty());
+  const results::Problem& first = d.problems.front();
+  EXPECT_TRUE(first.kind == "event_imbalance" || first.kind == "imbalance") << first.kind;
+  EXPECT_TRUE(has(first.block, "compute before MPI_Recv")) << first.block;
+  EXPECT_TRUE(has(first.ranks, "rank 1 (max")) << first.ranks;
+  EXPECT_GE(first.gain_pct, THRESHOLD_PCT);
+  const results::Problem* late = find(d, "late_receiver", "MPI_Send");
+  ASSERT_NE(late, nullptr);
+  EXPECT_TRUE(has(late->ranks, "rank 0 waits most")) << late->ranks;
+  EXPECT_TRUE(has(late->ranks, "waits for rank 1")) << late->ranks;
+  EXPECT_TRUE(has(late->ranks, "origin rank 1 (compute before MPI_Recv")) << late->ranks;
+  EXPECT_GT(late->measured_s, 0);
+}
+
+TEST(DiagnoseTrace, UnmodifiedRunHasNothingAboveThreshold) {
+  std::string text;
+  const results::Diagnosis d = diagnose({unmodified(), "--threshold", "10"}, &text);
+  EXPECT_GT(d.baseline_time_s, 0);
+  for (const auto& p : d.problems) EXPECT_LT(p.gain_pct, NOISE_THRESHOLD_PCT) << p.kind << " " << p.block << ": " << p.method;
+  EXPECT_TRUE(has(text, " 0 above the 10% threshold")) << text;
+}
+
+TEST(DiagnoseTrace, WithAPlatformTheSkeletonBuiltFromTheTraceGivesSimulatedGains) {
+  // the late receiver: the builder keeps rank 1's extra compute (a branch on rank), the engine removes it
+  const results::Diagnosis d = diagnose({late_receiver(), "--platform", PARAGON});
+  ASSERT_FALSE(d.problems.empty());
+  const results::Problem& first = d.problems.front();
+  EXPECT_TRUE(has(first.block, "compute before MPI_Recv")) << first.block;
+  EXPECT_EQ(first.method.rfind("simulated (skeleton built from the trace", 0), 0u) << first.method;
+  EXPECT_TRUE(has(first.method, "P = 4")) << first.method;
+  EXPECT_GE(first.gain_pct, THRESHOLD_PCT);
+  EXPECT_GT(first.measured_s, 0);  // the trace's own max - mean, beside the simulated gain
+  bool simulated_baseline = false;
+  for (const auto& [k, v] : d.attributes) simulated_baseline = simulated_baseline || k == "simulated.baseline_time_s";
+  EXPECT_TRUE(simulated_baseline);
+  // the imbalanced rank: simulated when the builder fitted the compute with a rank dependence, else measured and
+  // said so; either way the cause comes before the waits it causes
+  const results::Diagnosis s = diagnose({slow_rank(), "--platform", PARAGON});
+  ASSERT_FALSE(s.problems.empty());
+  const results::Problem& top = s.problems.front();
+  EXPECT_EQ(top.kind, "imbalance");
+  EXPECT_TRUE(top.method.rfind("simulated (skeleton built from the trace", 0) == 0 ||
+              has(top.method, "not simulated: the skeleton built from the trace"))
+      << top.method;
+  for (const auto& p : s.problems) {
+    if (p.kind == "late_sender" || p.kind == "collective_wait") {
+      EXPECT_LE(p.gain_s, top.gain_s) << p.kind << " " << p.method;
+    }
+  }
+}
+
+TEST(DiagnoseTrace, RankFilesGiveTheSameDiagnosisAsTheirDirectory) {
+  const std::string dir = slow_rank();
+  std::vector<std::string> files;
+  for (int r = 3; r >= 0; --r) files.push_back(dir + "/rank-" + std::to_string(r) + ".mkt");
+  const results::Diagnosis a = diagnose({dir});
+  const results::Diagnosis b = diagnose(files);
+  ASSERT_EQ(a.problems.size(), b.problems.size());
+  for (std::size_t i = 0; i < a.problems.size(); ++i) {
+    EXPECT_EQ(a.problems[i].block, b.problems[i].block);
+    EXPECT_EQ(a.problems[i].gain_s, b.problems[i].gain_s);
+  }
+}
+
+TEST(DiagnoseTrace, InputKindIsFoundByContent) {
+  const std::string dir = unmodified();
+  const fs::path w = work_dir();
+  // a skeleton under a trace-like name, a rank file under a JSON name
+  fs::copy_file(SRC + "/tests/data/diagnose/late_sender.json", w / "skeleton.mkt", fs::copy_options::overwrite_existing);
+  fs::copy_file(dir + "/rank-0.mkt", w / "rank0.json", fs::copy_options::overwrite_existing);
+  EXPECT_EQ(sim::classify_diagnose_input({(w / "skeleton.mkt").string()}), sim::DiagnoseInput::SKELETON);
+  EXPECT_EQ(sim::classify_diagnose_input({(w / "rank0.json").string()}), sim::DiagnoseInput::RANK_FILES);
+  EXPECT_EQ(sim::classify_diagnose_input({dir}), sim::DiagnoseInput::TRACE_DIR);
+  EXPECT_EQ(sim::classify_diagnose_input({dir + "/run.json"}), sim::DiagnoseInput::TRACE_DIR);
+  std::ostringstream out, err;
+  // the skeleton with a .mkt name is diagnosed as a skeleton (and so needs --P)
+  EXPECT_EQ(sim::cmd_diagnose({(w / "skeleton.mkt").string(), "--platform", PARAGON}, out, err), 2);
+  EXPECT_TRUE(has(err.str(), "--P")) << err.str();
+  // one rank file alone: the other ranks are missing
+  err.str("");
+  EXPECT_NE(sim::cmd_diagnose({(w / "rank0.json").string()}, out, err), 0);
+  EXPECT_TRUE(has(err.str(), "rank 1 of 4 not given")) << err.str();
+}
+
+TEST(DiagnoseTrace, CorruptTraceIsRefusedNamingTheFileAndOffset) {
+  const fs::path copy = work_dir() / "corrupt";
+  fs::remove_all(copy);
+  fs::copy(unmodified(), copy);
+  const fs::path rank2 = copy / "rank-2.mkt";
+  {
+    // an unknown record kind in record 3 (offset 48 + 3 * 56)
+    std::fstream f(rank2, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(48 + 3 * 56);
+    const unsigned char bad[2] = {0xEE, 0x0E};
+    f.write(reinterpret_cast<const char*>(bad), 2);
+  }
+  std::ostringstream out, err;
+  EXPECT_NE(sim::cmd_diagnose({copy.string()}, out, err), 0);
+  EXPECT_TRUE(has(err.str(), "rank-2.mkt")) << err.str();
+  EXPECT_TRUE(has(err.str(), "offset")) << err.str();
+  // truncated in the middle of a record
+  fs::remove_all(copy);
+  fs::copy(unmodified(), copy);
+  fs::resize_file(rank2, 48 + 5 * 56 + 20);
+  err.str("");
+  EXPECT_NE(sim::cmd_diagnose({copy.string()}, out, err), 0);
+  EXPECT_TRUE(has(err.str(), "rank-2.mkt")) << err.str();
+  EXPECT_TRUE(out.str().empty()) << out.str();
+}
