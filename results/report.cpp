@@ -5,6 +5,7 @@
 #include "results/report.hpp"
 
 #include "results/calib_db.hpp"
+#include "results/diagnosis.hpp"
 #include "results/hdf5_common.hpp"
 #include "results/hdf5_io.hpp"
 #include "results/report_data.hpp"
@@ -38,7 +39,7 @@ using report_specs::Json;
 
 // ---------------------------------------------------------------------------------------------- inputs
 
-enum class Kind { RUN, SWEEP, CALIBRATION, TIMELINE, UNKNOWN };
+enum class Kind { RUN, SWEEP, CALIBRATION, TIMELINE, DIAGNOSIS, UNKNOWN };
 
 const char* kind_name(Kind k) {
   switch (k) {
@@ -46,6 +47,7 @@ const char* kind_name(Kind k) {
     case Kind::SWEEP: return "sweep table (mksim sweep -o)";
     case Kind::CALIBRATION: return "calibration database (mkcalib bench -o)";
     case Kind::TIMELINE: return "timeline CSV (mksim predict --timeline)";
+    case Kind::DIAGNOSIS: return "diagnosis (mksim diagnose -o)";
     case Kind::UNKNOWN: return "unknown";
   }
   return "unknown";
@@ -60,6 +62,7 @@ struct Input {
   SweepTable sweep;
   CalibDb calibration;
   Timeline timeline;
+  Diagnosis diagnosis;
 };
 
 /** @brief The root attribute `format` of an HDF5 file, "" when it has none.
@@ -102,6 +105,9 @@ Input read_input(const std::string& path, bool timeline, std::size_t max_timelin
     } else if (in.format == "mksim-calibration") {
       in.kind = Kind::CALIBRATION;
       in.calibration = read_calib_db(path);
+    } else if (in.format == DIAGNOSIS_FORMAT_NAME) {
+      in.kind = Kind::DIAGNOSIS;
+      in.diagnosis = read_diagnosis_hdf5(path);
     }
   } catch (const ReportInputError&) {
     throw;
@@ -205,6 +211,7 @@ class PageBuilder {
     h += "</head>\n<body data-mksim-render=\"pending\" data-mksim-plots=\"" + std::to_string(page_.plots) + "\">\n";
     h += "<h1>" + escape_html(title) + "</h1>\n<p class=\"subtitle\">" + escape_html(subtitle) + "</p>\n";
     h += "<pre id=\"mksim-errors\" class=\"errors\"></pre>\n";
+    h += "<pre id=\"mksim-warnings\" hidden></pre>\n";
     h += body_;
     h += "<script type=\"application/json\" id=\"mksim-specs\">" + script_safe_json(specs_) + "</script>\n";
     h += std::string("<script>\n") + RENDER_JS + "</script>\n</body>\n</html>\n";
@@ -235,6 +242,7 @@ class PageBuilder {
     document.body.setAttribute('data-mksim-render', state);
     document.body.setAttribute('data-mksim-warnings', String(warnings.length));
     document.getElementById('mksim-errors').textContent = errors.join('\n');
+    document.getElementById('mksim-warnings').textContent = warnings.join('\n');
     document.title = document.title.replace(' (rendering)', state === 'ok' ? '' : ' [render ' + state + ']');
   }
   window.addEventListener('error', function (ev) { errors.push('script error: ' + ev.message); finish('error'); });
@@ -292,6 +300,136 @@ std::vector<std::string> sweep_sources(const std::vector<const Input*>& sweeps) 
   return out;
 }
 
+std::string percent_text(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * fraction);
+  return buf;
+}
+
+/** @brief The measured runs over the sweeps' curves: which points match (same P, parameters and, when a file's
+ *  comments name one of the platforms, that platform), the marks for the time-vs-P plot and the pairs. */
+struct MeasuredOverlay {
+  std::vector<std::vector<MeasuredPoint>> points;  // per file (kept alive for the marks)
+  std::vector<report_specs::MeasuredMark> marks;
+  std::vector<std::pair<std::string, MeasuredMatch>> matches;
+};
+
+void match_measured_runs(PageBuilder& page, const std::vector<CurvePoint>& predicted, const ReportOptions& options,
+                         MeasuredOverlay& overlay) {
+  std::vector<std::string> platforms;
+  for (const CurvePoint& c : predicted)
+    if (std::find(platforms.begin(), platforms.end(), c.platform) == platforms.end()) platforms.push_back(c.platform);
+  overlay.points.reserve(options.measured.size());
+  for (const MeasuredRuns& runs : options.measured) {
+    overlay.points.push_back(measured_points(runs));
+    const auto& points = overlay.points.back();
+    const std::string platform = platform_named_in(runs.comments, platforms);
+    const std::string stem = fs::path(runs.file).filename().string();
+    const auto matches = match_measured(points, predicted, platform);
+    std::set<const MeasuredPoint*> matched;
+    for (const MeasuredMatch& m : matches) {
+      matched.insert(m.measured);
+      overlay.matches.emplace_back(stem, m);
+    }
+    std::string columns;
+    for (const std::string& c : runs.columns)
+      if (std::find(spread_columns().begin(), spread_columns().end(), c) == spread_columns().end())
+        columns += (columns.empty() ? "" : ", ") + c;
+    if (matched.empty()) {
+      page.missing(runs.file + ": none of its " + std::to_string(points.size()) + " measured point(s) has a predicted "
+                   "point of the same P and parameters (" + (columns.empty() ? std::string("no parameter columns") : columns) +
+                   ")" + (platform.empty() ? "" : " on " + platform) + " in the sweeps given, so it is not plotted: sweep "
+                   "those P and parameter values (`mksim sweep ... --param NAME=LIST`)");
+      continue;
+    }
+    for (const MeasuredPoint& p : points)
+      if (matched.count(&p)) overlay.marks.push_back({stem + (p.params_text.empty() ? "" : " " + p.params_text), &p});
+    std::size_t bars = 0;
+    for (const MeasuredPoint* p : matched) bars += !p->spread.empty() && p->high_s > p->low_s;
+    page.note(runs.file + ": " + std::to_string(matched.size()) + " of " + std::to_string(points.size()) +
+              " measured point(s) match a predicted point (same P and " + (columns.empty() ? "no parameters" : columns) + ")" +
+              (platform.empty() ? " on any platform (the file names none of the sweeps' platforms)"
+                                : " on " + platform + " (named in the file's comments)") +
+              "; " + (bars ? std::to_string(bars) + " with error bars" : std::string("no spread given, drawn as points")) + ".");
+  }
+}
+
+void measured_section(PageBuilder& page, const MeasuredOverlay& overlay) {
+  if (overlay.matches.empty()) return;
+  page.plot(report_specs::measured_vs_predicted(overlay.matches),
+            "Predicted vs measured time, one mark per measured point and predicted curve of the same P and parameters "
+            "(horizontal bars: the measured spread); on the dashed line the prediction is exact. Hover for the "
+            "relative error.");
+  std::map<std::pair<std::string, std::string>, std::vector<double>> errors;  // (file, method)
+  for (const auto& [file, m] : overlay.matches) errors[{file, m.predicted->method}].push_back(m.rel_error);
+  std::string rows = "<table class=\"crossings\"><tr><th>measured</th><th>method</th><th>pairs</th>"
+                     "<th>mean |error|</th><th>largest |error|</th></tr>";
+  for (const auto& [key, e] : errors) {
+    double sum = 0, worst = 0;
+    for (double x : e) {
+      sum += std::fabs(x);
+      worst = std::max(worst, std::fabs(x));
+    }
+    rows += "<tr><td>" + escape_html(key.first) + "</td><td>" + escape_html(key.second) + "</td><td>" +
+            std::to_string(e.size()) + "</td><td>" + percent_text(sum / static_cast<double>(e.size())).substr(1) +
+            "</td><td>" + percent_text(worst).substr(1) + "</td></tr>";
+  }
+  page.html(rows + "</table>\n");
+}
+
+/** @brief Isospeed and constant-time curves of one sweep, or a note saying why there are none. */
+void scale_section(PageBuilder& page, const Input& in, const std::vector<CurvePoint>& mine, const ReportOptions& options) {
+  const SweepTable& t = in.sweep;
+  WorkModel work = options.work;
+  const bool asked = !work.param.empty();
+  if (!asked) work.param = "N";
+  std::set<double> values;
+  const auto k = std::find(t.param_names.begin(), t.param_names.end(), work.param);
+  if (k != t.param_names.end())
+    for (const SweepRow& r : t.rows)
+      if (static_cast<std::size_t>(k - t.param_names.begin()) < r.params.size())
+        values.insert(r.params[static_cast<std::size_t>(k - t.param_names.begin())]);
+  std::set<int> ranks;
+  for (const CurvePoint& p : mine) ranks.insert(p.P);
+  std::string why;
+  if (k == t.param_names.end())
+    why = "the sweep has no parameter " + work.param + " (swept: " +
+          (t.param_names.empty() ? std::string("none") : [&] { std::string n; for (const auto& x : t.param_names) n += (n.empty() ? "" : ", ") + x; return n; }()) +
+          ")" + (asked ? "" : "; give the problem-size parameter with --work-param NAME");
+  else if (values.size() < 2)
+    why = "the sweep has one value of " + work.param + " only; sweep several (`--param " + work.param + "=LO..HI:x2`)";
+  else if (ranks.size() < 2)
+    why = "the sweep has one P only";
+  if (!why.empty()) {
+    const std::string text = in.path + ": no isospeed or constant-time curves: " + why;
+    if (asked) page.missing(text);
+    else page.note(text + ".");
+    return;
+  }
+  const ScaleCurves curves = scale_curves(mine, work);
+  const std::string w = work.param + (work.exponent == 1 ? "" : "^" + format_value(work.exponent));
+  bool any_iso = false, any_ct = false;
+  for (const ScalePoint& p : curves.isospeed) any_iso = any_iso || (p.status == "ok" && p.P != p.base_P);
+  for (const ScalePoint& p : curves.constant_time) any_ct = any_ct || (p.status == "ok" && p.P != p.base_P);
+  if (any_iso)
+    page.plot(report_specs::isospeed(curves.isospeed, work),
+              in.path + ": isospeed (seed 001): the work W = " + w + " needed at each P to keep the speed per processor "
+              "W/(T·P) at its value at the smallest P (one curve per starting " + work.param + "), and the scalability "
+              "psi(P0, P) = P·W0 / (P0·W) (1 = ideal). " + work.param + " is interpolated linearly in log " + work.param +
+              " over the swept values (log speed); W is taken as proportional to " + w + ".");
+  else
+    page.missing(in.path + ": no isospeed point beyond the smallest P lies within the swept " + work.param +
+                 " range; sweep larger values of " + work.param);
+  if (any_ct)
+    page.plot(report_specs::constant_time(curves.constant_time, work),
+              in.path + ": constant time (seed 000): the largest " + work.param + " whose predicted time stays at most "
+              "the time at the smallest P, interpolated in log-log over the swept " + work.param + ".");
+  else
+    page.missing(in.path + ": no constant-time point beyond the smallest P lies within the swept " + work.param +
+                 " range; sweep larger values of " + work.param);
+  for (const std::string& n : curves.notes) page.note(in.path + ": " + n + ".");
+}
+
 void sweep_section(PageBuilder& page, const std::vector<const Input*>& sweeps, const ReportOptions& options) {
   page.heading("Sweeps: predicted time at scale");
   const std::vector<std::string> sources = sweep_sources(sweeps);
@@ -324,13 +462,22 @@ void sweep_section(PageBuilder& page, const std::vector<const Input*>& sweeps, c
     }
     points.insert(points.end(), mine.begin(), mine.end());
   }
-  if (points.empty()) return;
+  if (points.empty()) {
+    for (const MeasuredRuns& runs : options.measured)
+      page.missing(runs.file + ": no sweep point to compare its measured times with (every sweep given is empty or failed)");
+    return;
+  }
 
+  MeasuredOverlay overlay;
+  match_measured_runs(page, points, options, overlay);
   const auto crossings = find_crossings(points);
-  page.plot(report_specs::time_vs_p(points, crossings),
+  page.plot(report_specs::time_vs_p(points, crossings, overlay.marks),
             "Predicted completion time vs number of ranks (log-log), replay (SimGrid) and closed-form model side by "
             "side; one curve per platform and parameter values. Diamonds mark where two curves cross (between platforms "
-            "of one sweep, or between sweeps of different skeletons on one platform). Hover a point for its values.");
+            "of one sweep, or between sweeps of different skeletons on one platform)" +
+                std::string(overlay.marks.empty() ? "" : "; squares are measured times (bars: their spread)") +
+                ". Hover a point for its values.");
+  measured_section(page, overlay);
   if (!crossings.empty()) {
     std::string rows = "<table class=\"crossings\"><tr><th>method</th><th>curve</th><th>crosses</th><th>at P</th>"
                        "<th>between P</th><th>time there</th></tr>";
@@ -370,6 +517,14 @@ void sweep_section(PageBuilder& page, const std::vector<const Input*>& sweeps, c
                 "` computes it). Solid: replay, dashed: model.");
     }
   }
+
+  for (std::size_t i = 0; i < sweeps.size(); ++i)
+    if (!sweeps[i]->sweep.rows.empty()) {
+      std::vector<CurvePoint> mine;
+      for (const CurvePoint& p : points)
+        if (p.source == sources[i]) mine.push_back(p);
+      if (!mine.empty()) scale_section(page, *sweeps[i], mine, options);
+    }
 
   for (const char* method : {"replay", "model"}) {
     std::vector<CurvePoint> mine;
@@ -424,8 +579,44 @@ void timeline_section(PageBuilder& page, const Input& in) {
     page.note("Showing the first " + std::to_string(t.ops.size()) + " of " + std::to_string(t.total_ops) +
               " operations (in rank order) of " + std::to_string(t.ranks) + " ranks.");
   page.note("Export for external viewers: " + in.path + " itself (rank,start_s,end_s,kind,block, one row per "
-            "operation, sorted) opens in a spreadsheet or pandas (pandas.read_csv) and converts to Paje or OTF "
-            "viewers' input with a few lines of script.");
+            "operation, sorted) opens in a spreadsheet or pandas (pandas.read_csv); `mksim report " + in.path +
+            " --paje OUT.paje` writes it as a Paje trace for ViTE or PajeNG (pj_dump).");
+}
+
+void diagnosis_section(PageBuilder& page, const Input& in) {
+  const Diagnosis& d = in.diagnosis;
+  std::string where;
+  for (const char* key : {"platform", "P", "skeleton"})
+    if (const std::string v = attribute(d.attributes, key); !v.empty()) where += std::string(", ") + key + " " + v;
+  page.heading("Diagnosis: " + in.path, 3);
+  std::size_t above = 0;
+  for (const Problem& p : d.problems) above += p.gain_pct >= d.threshold_pct;
+  char threshold[32];
+  std::snprintf(threshold, sizeof threshold, "%g%%", d.threshold_pct);
+  page.note("baseline time " + seconds_text(d.baseline_time_s) + where + "; " + std::to_string(d.problems.size()) +
+            " finding(s), " + std::to_string(above) + " above the " + threshold + " threshold.");
+  if (d.problems.empty()) {
+    page.missing(in.path + ": the diagnosis has no findings (no detector found a problem worth a gain), so there is "
+                 "no ranking to plot");
+  } else {
+    page.plot(report_specs::diagnosis_ranking(d),
+              "What to fix first: each finding's predicted gain if fixed, in seconds and as a share of the baseline "
+              "time, ranked; the colour says how the gain was obtained (simulated: replayed with the problem fixed; "
+              "formula: seed 002's closed form; model: the analytic model). Hover for where and what to do.");
+    std::string rows = "<table class=\"crossings\"><tr><th>rank</th><th>kind</th><th>where</th><th>ranks</th>"
+                       "<th>do</th><th>gain</th><th>gain %</th><th>gain obtained by</th></tr>";
+    int rank = 0;
+    for (const Problem& p : d.problems) {
+      char pct[32];
+      std::snprintf(pct, sizeof pct, "%.2f", p.gain_pct);
+      const std::string place = p.block.empty() ? "phase " + p.phase : p.block + (p.phase.empty() ? "" : " (phase " + p.phase + ")");
+      rows += "<tr><td>" + std::to_string(++rank) + "</td><td>" + escape_html(p.kind) + "</td><td>" + escape_html(place) +
+              "</td><td>" + escape_html(p.ranks) + "</td><td>" + escape_html(p.action) + "</td><td>" +
+              escape_html(seconds_text(p.gain_s)) + "</td><td>" + pct + "</td><td>" + escape_html(p.method) + "</td></tr>";
+    }
+    page.html(rows + "</table>\n");
+  }
+  for (const std::string& n : d.notes) page.note("diagnose: " + n);
 }
 
 void calibration_section(PageBuilder& page, const Input& in) {
@@ -495,6 +686,11 @@ std::vector<std::pair<std::string, std::string>> provenance(const Input& in) {
       rows.emplace_back("operations", std::to_string(in.timeline.total_ops));
       rows.emplace_back("ranks", std::to_string(in.timeline.ranks));
       break;
+    case Kind::DIAGNOSIS:
+      for (const auto& kv : in.diagnosis.attributes) rows.push_back(kv);
+      rows.emplace_back("baseline time", seconds_text(in.diagnosis.baseline_time_s));
+      rows.emplace_back("findings", std::to_string(in.diagnosis.problems.size()));
+      break;
     case Kind::UNKNOWN:
       rows.emplace_back("root attribute format", in.format.empty() ? "(none)" : in.format);
       break;
@@ -547,13 +743,14 @@ ReportPage build_report(const ReportOptions& options, const VegaLibrary& library
   }
   for (const std::string& path : options.timelines) inputs.push_back(read_input(path, true, options.max_timeline_ops));
 
-  std::vector<const Input*> sweeps, runs, timelines, calibrations, unknown;
+  std::vector<const Input*> sweeps, runs, timelines, calibrations, diagnoses, unknown;
   for (const Input& in : inputs) {
     switch (in.kind) {
       case Kind::SWEEP: sweeps.push_back(&in); break;
       case Kind::RUN: runs.push_back(&in); break;
       case Kind::TIMELINE: timelines.push_back(&in); break;
       case Kind::CALIBRATION: calibrations.push_back(&in); break;
+      case Kind::DIAGNOSIS: diagnoses.push_back(&in); break;
       case Kind::UNKNOWN: unknown.push_back(&in); break;
     }
   }
@@ -562,8 +759,16 @@ ReportPage build_report(const ReportOptions& options, const VegaLibrary& library
   for (const Input* in : unknown)
     page.missing(in->path + ": not a file this report knows (root attribute format = '" +
                  (in->format.empty() ? std::string("(none)") : in->format) +
-                 "'; known: mksim-result, mksim-sweep, mksim-calibration), so nothing is plotted from it");
+                 "'; known: mksim-result, mksim-sweep, mksim-calibration, mksim-diagnosis), so nothing is plotted from it");
   if (!sweeps.empty()) sweep_section(page, sweeps, options);
+  else
+    for (const MeasuredRuns& runs : options.measured)
+      page.missing(runs.file + ": measured runs but no sweep table to compare them with (give the `mksim sweep -o` "
+                   "table of the same skeleton, P and parameters)");
+  if (!diagnoses.empty()) {
+    page.heading("Diagnosis: what to fix first");
+    for (const Input* in : diagnoses) diagnosis_section(page, *in);
+  }
   if (!runs.empty() || !timelines.empty()) {
     page.heading("Runs: where the time goes");
     for (const Input* in : runs) run_section(page, *in);
@@ -577,6 +782,7 @@ ReportPage build_report(const ReportOptions& options, const VegaLibrary& library
   if (sweeps.empty()) absent.push_back("no sweep table (`mksim sweep -o` gives time vs P, speedup, best grain and crossings)");
   if (runs.empty()) absent.push_back("no run result (`mksim predict -o` gives the split per phase and per rank)");
   if (timelines.empty()) absent.push_back("no timeline (`mksim predict --timeline` gives the per-rank Gantt chart)");
+  if (diagnoses.empty()) absent.push_back("no diagnosis (`mksim diagnose -o` gives the ranking of what to fix first)");
   if (calibrations.empty()) absent.push_back("no calibration database (`mkcalib bench -o` gives ping-pong and compute rates)");
   if (!absent.empty()) {
     page.heading("Not given");
@@ -590,10 +796,18 @@ ReportPage build_report(const ReportOptions& options, const VegaLibrary& library
     page.heading(in.path, 3);
     page.table(provenance(in));
   }
+  for (const MeasuredRuns& runs : options.measured) {
+    page.heading(runs.file, 3);
+    std::string columns, comments;
+    for (const std::string& c : runs.columns) columns += (columns.empty() ? "" : ", ") + c;
+    for (const std::string& c : runs.comments) comments += (comments.empty() ? "" : " ") + c;
+    page.table({{"kind", "measured runs (mkcalib fit/validate --runs)"}, {"rows", std::to_string(runs.rows.size())},
+                {"columns", columns.empty() ? "(P, time_s only)" : columns}, {"comments", comments}});
+  }
   std::string made_by = options.tool.empty() ? "mksim" : options.tool;
   page.note("Made by " + made_by + (options.command.empty() ? "" : " (`" + options.command + "`)") +
             "; plots by " + library.versions + ", inlined, so this page needs no network.");
-  return page.finish(options.title, std::to_string(inputs.size()) + " input(s); hover any mark for its values",
+  return page.finish(options.title, std::to_string(inputs.size() + options.measured.size()) + " input(s); hover any mark for its values",
                      library);
 }
 

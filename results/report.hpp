@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "results/report_data.hpp"
+
 namespace mksim::results {
 
 /** @brief An input the report cannot use as given (missing, not HDF5, malformed): the command's exit code 2. */
@@ -34,6 +36,11 @@ VegaLibrary load_vega_library(const std::string& dir);
 struct ReportOptions {
   std::vector<std::string> inputs;     ///< HDF5 files of any mksim kind; names ending in .csv are timelines
   std::vector<std::string> timelines;  ///< `mksim predict --timeline` CSVs
+  /// Measured runs (the CSVs of `mkcalib fit/validate --runs`, parsed by the caller): drawn over the matching sweep
+  /// curves, and predicted vs measured.
+  std::vector<MeasuredRuns> measured;
+  /// The problem-size parameter of isospeed and constant-time curves; param "" = "N" when a sweep has it.
+  WorkModel work{"", 1};
   std::string title = "mksim report";
   std::string tool;                    ///< "mksim 0.1.0", recorded in the page
   std::string command;                 ///< the command line, recorded in the page

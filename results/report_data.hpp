@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ struct CurvePoint {
   std::string platform;  ///< as the sweep named it
   std::string method;    ///< "replay" or "model"
   std::string params;    ///< the swept parameters' values, "K=8 N=4096" ("" when none)
+  std::map<std::string, double> values;  ///< the same as numbers
   std::string curve;     ///< legend name of the curve: source (when given), platform, params
   int P = 0;
   double time_s = 0;     ///< predicted completion time
@@ -56,6 +58,107 @@ struct Crossing {
  *  a crossing is a change of sign of log T_a - log T_b between consecutive P (a tie counts once, at its P).
  *  Output sorted by (method, a, b, P). */
 std::vector<Crossing> find_crossings(const std::vector<CurvePoint>& points);
+
+// ---------------------------------------------------------------------------------------------- measured runs
+
+/** @brief One row of a measured-runs CSV (the format `mkcalib fit/validate --runs` reads, parsed by
+ *  calibration/measured_runs.hpp): every column but P and time_s by name. */
+struct MeasuredRow {
+  int P = 0;
+  std::map<std::string, double> values;  ///< parameter columns and, when present, the spread columns
+  double time_s = 0;
+  int line = 0;
+};
+
+/** @brief A whole measured-runs file as the report receives it. */
+struct MeasuredRuns {
+  std::string file;
+  std::vector<std::string> columns;   ///< in file order, without P and time_s
+  std::vector<std::string> comments;  ///< provenance ('#' lines)
+  std::vector<MeasuredRow> rows;
+};
+
+/** @brief Columns of a measured-runs CSV read as the spread of a row's time, not as parameters. */
+inline const std::vector<std::string>& spread_columns() {
+  static const std::vector<std::string> names{"time_min_s", "time_max_s", "time_sd_s", "time_std_s", "repetitions"};
+  return names;
+}
+
+/** @brief One measured point: a mean time with its spread (low = high = time when there is none). */
+struct MeasuredPoint {
+  int P = 0;
+  std::map<std::string, double> params;  ///< the parameter columns' values
+  std::string params_text;               ///< "N=256 steps=30"
+  double time_s = 0;                     ///< the mean of the repetitions (or the row's time)
+  double low_s = 0, high_s = 0;          ///< the error bar
+  int repetitions = 1;
+  std::string spread;  ///< how low/high were obtained: "min-max of 3 rows", "time_min_s/time_max_s", "mean ± sd", ""
+};
+
+/** @brief The file's points: rows with the same P and parameter values are repetitions of one point (mean time,
+ *  min-max bar); a row with time_min_s/time_max_s (or time_sd_s) columns gives its own bar. In first-seen order. */
+std::vector<MeasuredPoint> measured_points(const MeasuredRuns& runs);
+
+/** @brief A measured point beside a predicted one of the same P and parameters. */
+struct MeasuredMatch {
+  const MeasuredPoint* measured = nullptr;
+  const CurvePoint* predicted = nullptr;
+  double rel_error = 0;  ///< (predicted - measured) / measured
+};
+
+/** @brief Whether `point` is one of `curve`'s (same parameters where both name them, and the sweep's other
+ *  parameters) -- compared to 1e-6 relative -- and, when `platform` is not empty, on that platform. */
+bool measured_matches(const MeasuredPoint& point, const CurvePoint& curve, const std::string& platform);
+
+/** @brief Every (measured point, predicted point) pair of equal P that `measured_matches`. */
+std::vector<MeasuredMatch> match_measured(const std::vector<MeasuredPoint>& measured,
+                                          const std::vector<CurvePoint>& predicted, const std::string& platform);
+
+/** @brief The one platform among `platforms` that the file's comments name (case-insensitive, as a word), else "". */
+std::string platform_named_in(const std::vector<std::string>& comments, const std::vector<std::string>& platforms);
+
+// ---------------------------------------------------------------------------------------------- isospeed
+
+/** @brief How the work W of a point is obtained from the sweep: W = param^exponent (seed 001: work taken as
+ *  proportional to it). */
+struct WorkModel {
+  std::string param;      ///< the problem-size parameter, e.g. "N"
+  double exponent = 1;    ///< W ∝ N^exponent (2 for an N x N grid)
+};
+
+/** @brief One point of an isospeed or constant-time curve. */
+struct ScalePoint {
+  std::string curve;   ///< the group: source, platform, other parameters, "from N=..."
+  std::string method;
+  int P = 0;
+  int base_P = 0;
+  double base_n = 0;   ///< the problem-size parameter at base_P
+  double n = std::numeric_limits<double>::quiet_NaN();  ///< required (isospeed) or largest (constant time) N at P
+  double work = std::numeric_limits<double>::quiet_NaN();  ///< n^exponent
+  double psi = std::numeric_limits<double>::quiet_NaN();   ///< isospeed: P'W / (P W') with P, W at base; NaN else
+  double target = 0;   ///< isospeed: speed per processor W/(T P) at the base (work/s); constant time: T at base (s)
+  double n_low = 0, n_high = 0;  ///< the grid values it was interpolated between (equal at a grid point)
+  std::string status;  ///< "ok", "above grid" (needs N > the largest swept), "below grid", "not swept at this P"
+};
+
+/** @brief Isospeed and constant-time curves of one sweep. */
+struct ScaleCurves {
+  std::vector<ScalePoint> isospeed, constant_time;
+  std::vector<std::string> notes;  ///< what could not be computed (coarse grid, out of range), for the page
+};
+
+/**
+ * @brief For each group of a method's curve points (same source, platform, other parameters) with >= 2 values
+ * of `work.param` at its smallest P and >= 2 P: for each value N0 at the smallest P0, (a) isospeed: at each P the
+ * N whose speed per processor W/(T P) equals the one at (P0, N0), (b) constant time: at each P the largest N with
+ * T(P, N) <= T(P0, N0); both interpolated linearly in log N over the swept N of that P (log of speed, resp. time).
+ * Points beyond the grid are kept with status "above grid"/"below grid" and n NaN (never extrapolated).
+ * `points` come from curve_points of one sweep whose params include `work.param`.
+ */
+ScaleCurves scale_curves(const std::vector<CurvePoint>& points, const WorkModel& work);
+
+
+// ---------------------------------------------------------------------------------------------- timelines
 
 /** @brief One row of a `mksim predict --timeline` CSV: one operation of one rank. */
 struct TimelineOp {

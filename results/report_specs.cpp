@@ -54,12 +54,65 @@ Json method_dash() {
           {"legend", {{"symbolType", "stroke"}, {"symbolStrokeWidth", 2}}}};
 }
 bool finite(double v) { return std::isfinite(v); }
+std::string format_g(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
 /** @brief NaN as JSON null (nlohmann does that too, but explicitly keeps the intent visible). */
 Json number_or_null(double v) { return finite(v) ? Json(v) : Json(nullptr); }
 
 }  // namespace
 
-Json time_vs_p(const std::vector<CurvePoint>& points, const std::vector<Crossing>& crossings) {
+namespace {
+
+/** @brief The measured points' layers over a time-vs-P panel: error bars (where there is a spread) and points. */
+/** @brief The shape channel of the marks over the curves: crossings (diamonds) and each measured series, one
+ *  scale for both layers so that they share a legend. */
+Json marker_shape(const std::vector<MeasuredMark>& measured) {
+  Json domain = {"crossing"}, range = {"diamond"};
+  const char* shapes[] = {"square", "triangle-up", "circle", "cross", "triangle-down", "triangle-right", "triangle-left"};
+  std::set<std::string> seen;
+  for (const MeasuredMark& m : measured)
+    if (seen.insert(m.series).second) {
+      domain.push_back(m.series);
+      range.push_back(shapes[(domain.size() - 2) % 7]);
+    }
+  return {{"field", "marker"}, {"type", "nominal"}, {"title", "marked (measured: bars are the spread)"},
+          {"scale", {{"domain", domain}, {"range", range}}}, {"legend", {{"labelLimit", 420}}}};
+}
+
+void add_measured_layers(Json& layers, const std::vector<MeasuredMark>& measured, const std::set<int>& ranks) {
+  Json values = Json::array(), bars = Json::array();
+  for (const MeasuredMark& m : measured) {
+    const MeasuredPoint& p = *m.point;
+    Json v = {{"series", m.series}, {"P", p.P}, {"time_s", p.time_s}, {"low_s", p.low_s}, {"high_s", p.high_s},
+              {"repetitions", p.repetitions}, {"spread", p.spread.empty() ? "none given" : p.spread},
+              {"params", p.params_text}, {"marker", m.series}};
+    values.push_back(v);
+    if (!p.spread.empty() && p.high_s > p.low_s) bars.push_back(v);
+  }
+  if (values.empty()) return;
+  // Black, told apart by shape: the colours are the predicted curves'.
+  if (!bars.empty())
+    layers.push_back({{"data", {{"values", bars}}},
+                      {"mark", {{"type", "rule"}, {"color", "black"}}},
+                      {"encoding", {{"x", ranks_axis(ranks)}, {"y", log_axis(quantity("low_s", "predicted time (s)"))},
+                                    {"y2", {{"field", "high_s"}}}}}});
+  layers.push_back({{"data", {{"values", values}}},
+                    {"mark", {{"type", "point"}, {"filled", true}, {"size", 60}, {"color", "black"}}},
+                    {"encoding", {{"x", ranks_axis(ranks)}, {"y", log_axis(quantity("time_s", "predicted time (s)"))},
+                                  {"shape", marker_shape(measured)},
+                                  {"tooltip", {nominal("series", "measured"), quantity("P", "P", "~d"),
+                                               nominal("params", "parameters"), quantity("time_s", "measured time (s)"),
+                                               quantity("low_s", "low (s)"), quantity("high_s", "high (s)"),
+                                               quantity("repetitions", "repetitions", "~d"), nominal("spread", "error bar")}}}}});
+}
+
+}  // namespace
+
+Json time_vs_p(const std::vector<CurvePoint>& points, const std::vector<Crossing>& crossings,
+               const std::vector<MeasuredMark>& measured) {
   Json panels = Json::array();
   for (const char* method : {"replay", "model"}) {
     Json values = Json::array();
@@ -91,17 +144,169 @@ Json time_vs_p(const std::vector<CurvePoint>& points, const std::vector<Crossing
                         {"encoding",
                          {{"x", ranks_axis(ranks_of(points))},
                           {"y", log_axis(quantity("time_s", "predicted time (s)"))},
-                          {"shape", {{"field", "marker"}, {"type", "nominal"}, {"title", "marked"},
-                                     {"scale", {{"domain", {"crossing"}}, {"range", {"diamond"}}}}}},
+                          {"shape", marker_shape(measured)},
                           {"tooltip",
                            {nominal("a", "curve"), nominal("b", "crosses curve"), quantity("P", "at P (interpolated)", ".4~g"),
                             nominal("between", "between measured P"), quantity("time_s", "time there (s)")}}}}});
+    add_measured_layers(layers, measured, ranks_of(points));
     panels.push_back({{"title", std::string(method) + ": predicted time vs P"},
                       {"width", 380},
                       {"height", 280},
                       {"layer", layers}});
   }
   return {{"hconcat", panels}, {"resolve", {{"scale", {{"color", "shared"}, {"y", "shared"}}}}}};
+}
+
+Json measured_vs_predicted(const std::vector<std::pair<std::string, MeasuredMatch>>& matches) {
+  Json values = Json::array();
+  double lo = 0, hi = 0;
+  for (const auto& [series, m] : matches) {
+    const MeasuredPoint& mp = *m.measured;
+    const CurvePoint& cp = *m.predicted;
+    values.push_back({{"series", series}, {"curve", cp.curve}, {"method", cp.method}, {"P", mp.P},
+                      {"params", mp.params_text}, {"measured_s", mp.time_s}, {"low_s", mp.low_s},
+                      {"high_s", mp.high_s}, {"predicted_s", cp.time_s}, {"rel_error", m.rel_error},
+                      {"repetitions", mp.repetitions}, {"has_bar", !mp.spread.empty() && mp.high_s > mp.low_s}});
+    for (double v : {mp.low_s, mp.high_s, cp.time_s}) {
+      lo = lo == 0 ? v : std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+  }
+  const Json x = log_axis(quantity("measured_s", "measured time (s)"));
+  const Json y = log_axis(quantity("predicted_s", "predicted time (s)"));
+  const Json color = {{"field", "curve"}, {"type", "nominal"}, {"title", "predicted curve"},
+                      {"scale", {{"scheme", "tableau20"}}}, {"legend", {{"labelLimit", 420}}}};
+  return {{"title", "predicted vs measured time"},
+          {"width", 420},
+          {"height", 360},
+          {"layer",
+           {{{"data", {{"values", {{{"t", lo}, {"p", lo}, {"line", "equality"}}, {{"t", hi}, {"p", hi}, {"line", "equality"}}}}}},
+             {"mark", {{"type", "line"}, {"color", "gray"}, {"strokeDash", {2, 2}}}},
+             {"encoding", {{"x", log_axis(quantity("t", "measured time (s)"))}, {"y", log_axis(quantity("p", "predicted time (s)"))},
+                           {"tooltip", {nominal("line", "line")}}}}},
+            {{"data", {{"values", values}}},
+             {"transform", {{{"filter", "datum.has_bar"}}}},
+             {"mark", {{"type", "rule"}}},
+             {"encoding", {{"x", log_axis(quantity("low_s", "measured time (s)"))}, {"x2", {{"field", "high_s"}}},
+                           {"y", y}, {"color", color}}}},
+            {{"data", {{"values", values}}},
+             {"mark", {{"type", "point"}, {"filled", true}, {"size", 50}}},
+             {"encoding", {{"x", x}, {"y", y}, {"color", color},
+                           {"shape", {{"field", "method"}, {"type", "nominal"}, {"title", "method"}}},
+                           {"tooltip", {nominal("series", "measured"), nominal("curve", "predicted curve"),
+                                        nominal("method", "method"), quantity("P", "P", "~d"), nominal("params", "parameters"),
+                                        quantity("measured_s", "measured (s)"), quantity("predicted_s", "predicted (s)"),
+                                        quantity("rel_error", "error (predicted - measured) / measured", "+.1%"),
+                                        quantity("repetitions", "repetitions", "~d")}}}}}}}};
+}
+
+namespace {
+
+Json scale_values(const std::vector<ScalePoint>& points, bool with_psi) {
+  Json values = Json::array();
+  for (const ScalePoint& s : points) {
+    if (s.status != "ok" || !finite(s.n) || !finite(s.work)) continue;
+    Json v = {{"curve", s.curve}, {"method", s.method}, {"P", s.P}, {"base_P", s.base_P}, {"base_n", s.base_n},
+              {"n", s.n}, {"work", s.work}, {"target", s.target}, {"n_low", s.n_low}, {"n_high", s.n_high},
+              {"bracket", s.n_low == s.n_high ? "a swept value" : "between " + format_g(s.n_low) + " and " + format_g(s.n_high)}};
+    if (with_psi) v["psi"] = number_or_null(s.psi);
+    values.push_back(v);
+  }
+  return values;
+}
+
+}  // namespace
+
+Json isospeed(const std::vector<ScalePoint>& points, const WorkModel& work) {
+  const Json values = scale_values(points, true);
+  const std::string w = work.exponent == 1 ? work.param : work.param + "^" + format_g(work.exponent);
+  const Json tooltip = {nominal("curve", "curve"), nominal("method", "method"), quantity("P", "P", "~d"),
+                        quantity("n", "required " + work.param, ".4~g"), quantity("work", "work W = " + w, ".4~g"),
+                        quantity("psi", "psi(P0, P)", ".3~f"), quantity("target", "speed per processor kept (W/(T·P), work/s)", ".4~g"),
+                        nominal("bracket", "interpolated " + work.param)};
+  Json required = {{"title", "isospeed: work needed to keep W/(T·P)"},
+                   {"width", 380},
+                   {"height", 280},
+                   {"data", {{"values", values}}},
+                   {"mark", {{"type", "line"}, {"point", true}}},
+                   {"encoding", {{"x", ranks_axis(ranks_of(points))}, {"y", log_axis(quantity("work", "required work W = " + w + " (work units)", ".3~s"))},
+                                 {"color", curve_color()}, {"strokeDash", method_dash()}, {"tooltip", tooltip}}}};
+  Json psi = {{"title", "isospeed scalability psi(P0, P) = P·W0 / (P0·W)"},
+              {"width", 380},
+              {"height", 280},
+              {"data", {{"values", values}}},
+              {"mark", {{"type", "line"}, {"point", true}}},
+              {"encoding", {{"x", ranks_axis(ranks_of(points))}, {"y", quantity("psi", "psi (1 = ideal, dimensionless)", ".2~f")},
+                            {"color", curve_color()}, {"strokeDash", method_dash()}, {"tooltip", tooltip}}}};
+  return {{"hconcat", {required, psi}}, {"resolve", {{"scale", {{"color", "shared"}}}}}};
+}
+
+Json constant_time(const std::vector<ScalePoint>& points, const WorkModel& work) {
+  const Json values = scale_values(points, false);
+  return {{"title", "constant time: largest " + work.param + " that runs in the base time"},
+          {"width", 420},
+          {"height", 280},
+          {"data", {{"values", values}}},
+          {"mark", {{"type", "line"}, {"point", true}}},
+          {"encoding",
+           {{"x", ranks_axis(ranks_of(points))},
+            {"y", log_axis(quantity("n", "largest " + work.param + " (problem-size parameter)", ".4~g"), 2)},
+            {"color", curve_color()},
+            {"strokeDash", method_dash()},
+            {"tooltip", {nominal("curve", "curve"), nominal("method", "method"), quantity("P", "P", "~d"),
+                         quantity("n", "largest " + work.param, ".4~g"), quantity("target", "time kept (s)"),
+                         quantity("work", "its work W (work units)", ".4~g"), nominal("bracket", "interpolated " + work.param)}}}}};
+}
+
+std::string method_class(const std::string& method) {
+  for (const char* c : {"simulated", "not simulated", "formula", "model"})
+    if (method.rfind(c, 0) == 0) return c;
+  return "other";
+}
+
+Json diagnosis_ranking(const Diagnosis& d) {
+  Json values = Json::array();
+  int rank = 0;
+  for (const Problem& p : d.problems) {
+    ++rank;
+    std::string where = p.block.empty() ? "phase " + p.phase : p.block + (p.phase.empty() ? "" : " (phase " + p.phase + ")");
+    const std::string label = std::to_string(rank) + ". " + p.kind + (where.empty() ? "" : ": " + where);
+    values.push_back({{"finding", label}, {"rank", rank}, {"kind", p.kind}, {"where", where}, {"ranks", p.ranks},
+                      {"action", p.action}, {"gain_s", p.gain_s}, {"gain_pct", p.gain_pct / 100},
+                      {"method", method_class(p.method)}, {"how", p.method},
+                      {"formula_gain_s", p.formula_gain_s >= 0 ? Json(p.formula_gain_s) : Json(nullptr)},
+                      {"detail", p.detail}, {"reported", p.gain_pct >= d.threshold_pct ? "yes" : "below threshold"}});
+  }
+  const Json tooltip = {nominal("finding", "finding"), nominal("where", "where"), nominal("ranks", "ranks"),
+                        nominal("action", "what to do"), quantity("gain_s", "predicted gain (s)"),
+                        quantity("gain_pct", "gain (% of the baseline)", ".1%"), nominal("how", "gain obtained by"),
+                        quantity("formula_gain_s", "seed 002 formula's estimate (s)"), nominal("detail", "figures"),
+                        nominal("reported", "above the threshold")};
+  const Json y = {{"field", "finding"}, {"type", "nominal"}, {"title", nullptr},  // the labels say it: "rank. kind: where"
+                  {"sort", {{"field", "rank"}, {"op", "min"}}}, {"axis", {{"labelLimit", 360}}}};
+  const Json color = {{"field", "method"}, {"type", "nominal"}, {"title", "gain obtained by"},
+                      {"scale", {{"domain", {"simulated", "not simulated", "formula", "model", "other"}},
+                                 {"range", {"#4c78a8", "#bab0ac", "#f58518", "#54a24b", "#9d755d"}}}}};
+  // The bar is the gain the diagnosis ranks by; the diamond the seed 002 formula's estimate, where it has one (a
+  // finding the engine could not fix has gain 0 and only the formula's figure).
+  Json seconds = {{"title", "predicted gain if fixed (s)"}, {"width", 360}, {"height", {{"step", 20}}},
+                  {"layer",
+                   {{{"mark", "bar"},
+                     {"encoding", {{"y", y}, {"x", quantity("gain_s", "predicted gain (s)")}, {"color", color},
+                                   {"tooltip", tooltip}}}},
+                    {{"transform", {{{"filter", "isValid(datum.formula_gain_s)"}}}},
+                     {"mark", {{"type", "point"}, {"shape", "diamond"}, {"filled", true}, {"size", 70}, {"color", "black"}}},
+                     {"encoding", {{"y", y}, {"x", quantity("formula_gain_s", "predicted gain (s)")},
+                                   {"opacity", {{"datum", "seed 002 formula's estimate"}, {"type", "nominal"}, {"title", "marked"},
+                                                {"scale", {{"range", {1}}}}}},
+                                   {"tooltip", tooltip}}}}}}};
+  Json percent = {{"title", "predicted gain (% of the baseline time)"}, {"width", 240}, {"height", {{"step", 20}}},
+                  {"mark", "bar"},
+                  {"encoding", {{"y", y}, {"x", quantity("gain_pct", "gain (% of the baseline)", ".0%")}, {"color", color},
+                                {"tooltip", tooltip}}}};
+  percent["encoding"]["x"]["axis"] = {{"format", ".0%"}};
+  percent["encoding"]["y"]["axis"] = {{"labels", false}, {"title", nullptr}};
+  return {{"data", {{"values", values}}}, {"hconcat", {seconds, percent}}};
 }
 
 Json speedup_efficiency(const std::vector<ScalingPoint>& points) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "results/calib_db.hpp"
+#include "results/diagnosis.hpp"
 #include "results/report_data.hpp"
 #include "results/run_result.hpp"
 #include "results/sweep_table.hpp"
@@ -16,8 +17,32 @@ namespace mksim::results::report_specs {
 
 using Json = nlohmann::json;
 
-/** @brief Predicted time vs P (log-log), one panel per method side by side, crossings marked. */
-Json time_vs_p(const std::vector<CurvePoint>& points, const std::vector<Crossing>& crossings);
+/** @brief A measured point drawn over the predictions, with the name of its series (file and parameters). */
+struct MeasuredMark {
+  std::string series;
+  const MeasuredPoint* point = nullptr;
+};
+
+/** @brief Predicted time vs P (log-log), one panel per method side by side, crossings marked; `measured` points
+ *  (with their error bars where they have a spread) drawn on both panels. */
+Json time_vs_p(const std::vector<CurvePoint>& points, const std::vector<Crossing>& crossings,
+               const std::vector<MeasuredMark>& measured = {});
+
+/** @brief Predicted vs measured time (log-log) with the line of equality, one mark per matched pair. */
+Json measured_vs_predicted(const std::vector<std::pair<std::string, MeasuredMatch>>& matches);
+
+/** @brief Isospeed: the required work W vs P and the scalability psi(P0, P) = P W0 / (P0 W) vs P. */
+Json isospeed(const std::vector<ScalePoint>& points, const WorkModel& work);
+
+/** @brief Constant time: the largest problem size whose predicted time stays at the base's, vs P. */
+Json constant_time(const std::vector<ScalePoint>& points, const WorkModel& work);
+
+/** @brief The diagnosis ranking: predicted gain of each finding (seconds and percent), coloured by how the gain was
+ *  obtained (simulated / formula / model), hover for where and what to do. */
+Json diagnosis_ranking(const Diagnosis& diagnosis);
+
+/** @brief "simulated", "formula" or "model" from a Problem's method text (its first word), "other" else. */
+std::string method_class(const std::string& method);
 
 /** @brief Speedup (log-log, with the ideal line) and efficiency vs P. */
 Json speedup_efficiency(const std::vector<ScalingPoint>& points);

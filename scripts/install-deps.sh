@@ -13,6 +13,7 @@ PKGS=(
   python3 time
   python3-h5py python3-pandas
   chromium
+  pajeng
 )
 missing=()
 for p in "${PKGS[@]}"; do
