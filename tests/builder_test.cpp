@@ -6,6 +6,7 @@
 #include "skeletons/expand.hpp"
 #include "skeletons/skeleton_io.hpp"
 #include "skeletons/trace/reader.hpp"
+#include "trace_writer.hpp"
 
 #include <gtest/gtest.h>
 
@@ -27,35 +28,12 @@ using nlohmann::json;
 
 namespace {
 
-// One rank's trace written call by call: each call takes 1 us after `gap` seconds of compute.
-struct RankWriter {
-  mksim::trace::RankTrace t;
-  double now = 0;
+// One rank's trace written call by call: each call takes 1 us after `gap` seconds of compute (10 us).
+struct RankWriter : test_trace::TraceWriter {
+  RankWriter() : TraceWriter(1e-6, 1e-5) {}
   Event& call(Kind k, std::uint64_t site, int peer = mksim::trace::NO_RANK, int tag = mksim::trace::NO_RANK,
               long bytes = 0, double gap = 1e-5) {
-    now += gap;
-    Event e;
-    e.kind = k;
-    e.t_enter = now;
-    now += 1e-6;
-    e.t_exit = now;
-    e.site = site;
-    e.peer = peer;
-    e.tag = tag;
-    e.bytes = bytes;
-    t.events.push_back(e);
-    return t.events.back();
-  }
-  // an annotation: its name's id in this rank's table (ids are per rank, in order of first use)
-  void mark(Kind k, std::uint64_t site, const std::string& name, double gap = 1e-6) {
-    std::int32_t id = -1;
-    for (std::size_t i = 0; i < t.names.size(); ++i)
-      if (t.names[i] == name) id = static_cast<std::int32_t>(i);
-    if (id < 0) {
-      id = static_cast<std::int32_t>(t.names.size());
-      t.names.push_back(name);
-    }
-    call(k, site, mksim::trace::NO_RANK, id, 0, gap);
+    return TraceWriter::call(k, site, peer, tag, bytes, gap);
   }
 };
 

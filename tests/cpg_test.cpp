@@ -2,6 +2,7 @@
 // traces here, the other cases of the construction on small written traces, and the reference programs
 // (pge1, pge2, atm2d, cg) traced with real OpenMPI at P = 4 and 8.
 #include "skeletons/build/cpg.hpp"
+#include "trace_writer.hpp"
 
 #include "skeletons/trace/reader.hpp"
 
@@ -39,67 +40,14 @@ using mksim::trace::RankTrace;
 using TraceRun = mksim::trace::Run;
 
 // One rank's trace written call by call: each call takes 1 ms; compute() advances the clock between calls.
-struct Writer {
-  RankTrace t;
-  double now = 0;
-  std::uint32_t next_request = 1;
-  struct Pending {
-    int peer, tag;
-    long bytes;
-    bool recv;
-  };
-  std::map<std::uint32_t, Pending> pending;
-
-  Writer(int rank, int P) {
+struct Writer : test_trace::TraceWriter {
+  Writer(int rank, int P) : TraceWriter(1e-3, 0) {
     t.rank = rank;
     t.world_size = P;
-    t.status = mksim::trace::Status::FINALIZED;
     call(Kind::INIT, 0);
   }
-  Event& call(Kind k, std::uint64_t site, int peer = -1, int tag = -1, long bytes = 0) {
-    Event e;
-    e.kind = k;
-    e.t_enter = now;
-    now += 1e-3;
-    e.t_exit = now;
-    e.site = site;
-    e.peer = peer;
-    e.tag = tag;
-    e.bytes = bytes;
-    t.events.push_back(e);
-    return t.events.back();
-  }
-  void compute(double s) { now += s; }
   void send(int peer, int tag, long bytes, std::uint64_t site) { call(Kind::SEND, site, peer, tag, bytes); }
   void recv(int peer, int tag, long bytes, std::uint64_t site) { call(Kind::RECV, site, peer, tag, bytes); }
-  std::uint32_t isend(int peer, int tag, long bytes, std::uint64_t site) {
-    const std::uint32_t r = next_request++;
-    call(Kind::ISEND, site, peer, tag, bytes).request = r;
-    pending[r] = {peer, tag, bytes, false};
-    return r;
-  }
-  std::uint32_t irecv(int peer, int tag, long bytes, std::uint64_t site) {
-    const std::uint32_t r = next_request++;
-    call(Kind::IRECV, site, peer, tag, bytes).request = r;
-    pending[r] = {peer, tag, bytes, true};
-    return r;
-  }
-  void waitall(const std::vector<std::uint32_t>& requests, std::uint64_t site) {
-    call(Kind::WAITALL, site).root = static_cast<std::int32_t>(requests.size());
-    for (std::uint32_t r : requests) {
-      const Pending p = pending.at(r);
-      pending.erase(r);
-      Event e;
-      e.kind = Kind::COMPLETE;
-      e.t_enter = e.t_exit = now;
-      e.peer = p.peer;
-      e.tag = p.tag;
-      e.bytes = p.bytes;
-      e.root = p.recv ? 1 : 0;
-      e.request = r;
-      t.events.push_back(e);
-    }
-  }
   void collective(Kind k, long bytes, std::uint64_t site) { call(k, site, -1, -1, bytes); }
 };
 

@@ -1,5 +1,6 @@
 // Loop folding of one rank's events (skeletons/build/fold.hpp), on event streams written here.
 #include "skeletons/build/fold.hpp"
+#include "trace_writer.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,37 +15,9 @@ using mksim::skeletons::build::Seq;
 using mksim::trace::Event;
 using mksim::trace::Kind;
 
-// A rank trace written call by call; each call takes 1 us and is preceded by `gap` seconds of compute.
-struct Writer {
-  mksim::trace::RankTrace t;
-  double now = 0;
-  std::uint32_t next_request = 1;
-  Writer() { t.status = mksim::trace::Status::FINALIZED; }
-  Event& call(Kind k, std::uint64_t site, int peer = -1, int tag = -1, long bytes = 0, double gap = 1e-3) {
-    now += gap;
-    Event e;
-    e.kind = k;
-    e.t_enter = now;
-    now += 1e-6;
-    e.t_exit = now;
-    e.site = site;
-    e.peer = peer;
-    e.tag = tag;
-    e.bytes = bytes;
-    t.events.push_back(e);
-    return t.events.back();
-  }
-  void complete(std::uint32_t request, int peer, int tag, long bytes, bool recv) {
-    Event e;
-    e.kind = Kind::COMPLETE;
-    e.t_enter = e.t_exit = now;
-    e.peer = peer;
-    e.tag = tag;
-    e.bytes = bytes;
-    e.root = recv ? 1 : 0;
-    e.request = request;
-    t.events.push_back(e);
-  }
+// A rank trace written call by call; each call takes 1 us and is preceded by `gap` seconds of compute (1 ms).
+struct Writer : test_trace::TraceWriter {
+  Writer() : TraceWriter(1e-6, 1e-3) {}
 };
 
 const Loop& loop_at(const Seq& s, std::size_t i) { return std::get<Loop>(s.at(i).op); }

@@ -76,6 +76,7 @@ struct UNode {
   std::vector<Occ> occ;                // REGION: its begin marker's
   std::vector<UNode> body;             // LOOP, REGION (a REGION's ends with its end marker's TAIL)
   std::string name;                    // REGION
+  std::vector<std::vector<Occ>> twins; // CALL copied per class (on a cycle): the occurrences of each copy
 };
 
 // A sequence cut into units: each call with the gap before it, each loop with the gap before it, and
@@ -405,6 +406,17 @@ std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_sh
       if (--indegree[j] == 0) ready.insert({nodes[j].priority, j});
   }
   if (order.size() != nodes.size()) throw std::logic_error("build_level: the union of classes that agree on an order has a cycle");
+  // the copies of one call (one identity, several classes) know each other's occurrences: their numbers are
+  // fitted together first (see Builder::fit_call_int)
+  std::map<std::size_t, std::vector<std::size_t>> copies;  // identity -> its nodes
+  for (const auto& [key, id] : index)
+    if (nodes[id].node.type == UNode::Type::CALL) copies[key.first].push_back(id);
+  for (const auto& [b, ids] : copies) {
+    if (ids.size() < 2) continue;
+    std::vector<std::vector<Occ>> all;
+    for (std::size_t id : ids) all.push_back(nodes[id].node.occ);
+    for (std::size_t id : ids) nodes[id].node.twins = all;
+  }
   std::vector<UNode> level;
   for (std::size_t i : order) {
     Info& info = nodes[i];
@@ -873,6 +885,46 @@ class Builder {
     return f.expr;
   }
 
+  // An integer of a call (peer, size, tag). A call copied once per class of shapes that order calls
+  // differently is one call point, so its copies are fitted together first and an exact expression for all
+  // of them is kept for each: a copy whose class has few samples (atm2d's red exchanges without call sites
+  // have none below P = 8, its red corners being in the black class) would otherwise get a coincidence of
+  // its own runs, `rank - P/4` for `rank - Px`. The joint expression is kept only when one copy alone finds
+  // it too; else (or when none fits all copies) each copy is fitted alone.
+  template <class F>
+  std::string fit_call_int(const UNode& u, F get, const std::string& where, nlohmann::json& fits, const char* field) {
+    if (!u.twins.empty()) {
+      std::vector<Sample> all;
+      for (const auto& copy : u.twins) {
+        const std::vector<Sample> some = samples(copy, get);
+        all.insert(all.end(), some.begin(), some.end());
+      }
+      bool all_same = true;
+      for (const Sample& s : all) all_same = all_same && s.value == all.front().value;
+      if (all_same) return fmt_number(all.front().value);
+      FitOptions fo;
+      fo.integer = true;
+      fo.allow_rank = true;
+      const Fit f = fit_quantity(all, params_, fo);
+      // kept only when some copy, fitted alone, finds the same expression: one copy's data confirm it, so
+      // the joint fit is not a contrivance that merely covers two code places sharing a call point
+      bool confirmed = false;
+      for (const auto& copy : u.twins) {
+        if (!f.exact || confirmed) break;
+        const std::vector<Sample> own = samples(copy, get);
+        bool same = true;
+        for (const Sample& s : own) same = same && s.value == own.front().value;
+        confirmed = same ? fmt_number(own.front().value) == f.expr : fit_quantity(own, params_, fo).expr == f.expr;
+      }
+      if (f.exact && confirmed) {
+        note_ambiguity(where + "/" + field, f);
+        fits[field] = {{"expr", f.expr}, {"fitted_with_copies", true}, {"samples", all.size()}};
+        return f.expr;
+      }
+    }
+    return fit_int(samples(u, get), where, fits, field, true);
+  }
+
   std::string fit_real(const std::vector<Sample>& samples, const std::string& where, nlohmann::json& fits,
                        const char* field) {
     FitOptions fo;
@@ -937,8 +989,12 @@ class Builder {
   // Samples of a number read from each member's node of every occurrence.
   template <class F>
   std::vector<Sample> samples(const UNode& u, F get) const {
+    return samples(u.occ, get);
+  }
+  template <class F>
+  std::vector<Sample> samples(const std::vector<Occ>& occ, F get) const {
     std::vector<Sample> out;
-    for (const Occ& o : u.occ)
+    for (const Occ& o : occ)
       for (std::size_t k = 0; k < o.nodes.size(); ++k) {
         const Member& m = members_[shapes_[o.shape][k]];
         out.push_back({vars_of(m), get(*o.nodes[k]), m.run->name});
@@ -1113,6 +1169,10 @@ class Builder {
       uses_v2_ = true;
       return;
     }
+    if (u.type == UNode::Type::LOOP && is_branch(u)) {
+      emit_branch(u, here, at, fits, body);
+      return;
+    }
     if (u.type == UNode::Type::LOOP) {
       nlohmann::json block = {{"op", "loop"},
                               {"count", fit_int(samples(u, [](const Node& n) { return static_cast<double>(std::get<Loop>(n.op).count); }),
@@ -1123,6 +1183,90 @@ class Builder {
       return;
     }
     emit_call(u, at, fits, body);
+  }
+
+  // Whether a union loop is a data-dependent branch of an annotated loop (fold.hpp) in every rank that runs it.
+  static bool is_branch(const UNode& u) {
+    for (const Occ& o : u.occ)
+      for (const Node* n : o.nodes)
+        if (!n || !std::get<Loop>(n->op).branch) return false;
+    return !u.occ.empty();
+  }
+
+  static bool has_p2p(const nlohmann::json& blocks) {
+    for (const auto& b : blocks) {
+      const std::string op = b.value("op", "");
+      if (op == "send" || op == "recv" || op == "isend" || op == "irecv") return true;
+      for (const char* arm : {"body", "then", "else"})
+        if (b.contains(arm) && has_p2p(b.at(arm))) return true;
+    }
+    return false;
+  }
+
+  // A data-dependent branch: `if` with `prob`, the fraction of the times its place in the loop was reached
+  // that each rank ran it, regressed over ranks and runs like a measured time (the mean unless a model of P
+  // and the parameters predicts left-out runs clearly better); when constant, the pooled fraction over every
+  // rank of every run (the maximum-likelihood estimate), with its Wilson 95% interval in the block's `fit`.
+  void emit_branch(const UNode& u, const std::vector<bool>& here, const std::string& at, nlohmann::json& fits,
+                   nlohmann::json& body) {
+    std::vector<Sample> ps;
+    double taken = 0, reached = 0;
+    for (const Occ& o : u.occ)
+      for (std::size_t k = 0; k < o.nodes.size(); ++k) {
+        const Loop& l = std::get<Loop>(o.nodes[k]->op);
+        if (l.reached == 0) continue;
+        const Member& m = members_[shapes_[o.shape][k]];
+        ps.push_back({vars_of(m), static_cast<double>(l.count) / static_cast<double>(l.reached), m.run->name});
+        taken += static_cast<double>(l.count);
+        reached += static_cast<double>(l.reached);
+      }
+    const double p = reached > 0 ? taken / reached : 0.0;
+    // Do the ranks' fractions differ by more than binomial noise? Pearson's chi-square of homogeneity over
+    // every rank of every run against the pooled fraction, at the 0.1% level (Wilson-Hilferty quantile).
+    // Only then is a model of P, the parameters and rank fitted; otherwise the pooled fraction is kept.
+    double chi2 = 0;
+    std::size_t cells = 0;
+    if (p > 0 && p < 1)
+      for (const Occ& o : u.occ)
+        for (const Node* nd : o.nodes) {
+          const Loop& l = std::get<Loop>(nd->op);
+          if (l.reached == 0) continue;
+          const double n = static_cast<double>(l.reached), e = n * p;
+          chi2 += (static_cast<double>(l.count) - e) * (static_cast<double>(l.count) - e) / (e * (1 - p));
+          ++cells;
+        }
+    const double df = cells > 1 ? static_cast<double>(cells - 1) : 1.0;
+    const double h = 2.0 / (9.0 * df), critical = df * std::pow(1 - h + 3.090232 * std::sqrt(h), 3);
+    const bool varies = cells > 1 && chi2 > critical;
+    std::string prob = varies ? fit_real(ps, at, fits, "prob") : std::string("0");
+    std::vector<std::string> names{"P", "rank"};
+    names.insert(names.end(), params_.begin(), params_.end());
+    if (Feature(prob, names, false).uses().empty()) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.6g", p);
+      prob = buf;
+    } else {
+      prob = "min(1, " + prob + ")";
+    }
+    // Wilson score interval of the pooled fraction
+    const double z = 1.959964, n = std::max(reached, 1.0);
+    const double centre = (p + z * z / (2 * n)) / (1 + z * z / n);
+    const double half = z * std::sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n);
+    nlohmann::json& fp = fits["prob"];
+    fp["expr"] = prob;
+    fp["taken"] = taken;
+    fp["reached"] = reached;
+    fp["pooled"] = p;
+    fp["chi2"] = chi2;
+    fp["chi2_critical_0.001"] = critical;
+    fp["cells"] = cells;
+    fp["ci95"] = {std::max(0.0, centre - half), std::min(1.0, centre + half)};
+    nlohmann::json then = emit_list(u.body, here, at + "/then");
+    if (has_p2p(then))
+      result.warnings.push_back(at + ": a data-dependent branch (taken " + fmt_number(taken) + " of " + fmt_number(reached) +
+                                " times) runs point-to-point calls; replayed ranks draw independently, so its messages "
+                                "match their partners' in expectation only");
+    body.push_back({{"op", "if"}, {"prob", prob}, {"then", std::move(then)}, {"fit", fits}});
   }
 
   static double peer_of(const Node& n) { return std::get<Call>(n.op).peer; }
@@ -1158,9 +1302,9 @@ class Builder {
     }
     if (const char* op = p2p_op(c.kind)) {
       nlohmann::json b = {{"op", op}};
-      b["peer"] = c.peer == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_int(samples(u, peer_of), at, fits, "peer", true));
-      b["size"] = fit_int(samples(u, bytes_of), at, fits, "size", true);
-      b["tag"] = c.tag == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_int(samples(u, tag_of), at, fits, "tag", true));
+      b["peer"] = c.peer == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_call_int(u, peer_of, at, fits, "peer"));
+      b["size"] = fit_call_int(u, bytes_of, at, fits, "size");
+      b["tag"] = c.tag == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_call_int(u, tag_of, at, fits, "tag"));
       if ((c.kind == Kind::ISEND || c.kind == Kind::ISSEND || c.kind == Kind::IRECV) && request_names_.count(c.site))
         b["req"] = request_names_.at(c.site);
       finish(std::move(b));
@@ -1169,16 +1313,16 @@ class Builder {
     if (c.kind == Kind::SENDRECV) {
       const std::string req = "sendrecv" + std::to_string(c.site % 100000);
       nlohmann::json s = {{"op", "isend"}, {"req", req + "s"}};
-      s["peer"] = fit_int(samples(u, peer_of), at, fits, "peer", true);
-      s["size"] = fit_int(samples(u, bytes_of), at, fits, "size", true);
-      s["tag"] = fit_int(samples(u, tag_of), at, fits, "tag", true);
+      s["peer"] = fit_call_int(u, peer_of, at, fits, "peer");
+      s["size"] = fit_call_int(u, bytes_of, at, fits, "size");
+      s["tag"] = fit_call_int(u, tag_of, at, fits, "tag");
       finish(std::move(s));
       nlohmann::json r = {{"op", "irecv"}, {"req", req + "r"}};
       r["peer"] = c.peer2 == trace::ANY ? nlohmann::json("any")
-                                        : nlohmann::json(fit_int(samples(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).peer2); }), at, fits, "peer", true));
-      r["size"] = fit_int(samples(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes2); }), at, fits, "size", true);
+                                        : nlohmann::json(fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).peer2); }, at, fits, "peer"));
+      r["size"] = fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes2); }, at, fits, "size");
       r["tag"] = c.tag2 == trace::ANY ? nlohmann::json("any")
-                                      : nlohmann::json(fit_int(samples(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).tag2); }), at, fits, "tag", true));
+                                      : nlohmann::json(fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).tag2); }, at, fits, "tag"));
       finish(std::move(r));
       finish({{"op", "wait"}, {"req", req + "s"}});
       finish({{"op", "wait"}, {"req", req + "r"}});

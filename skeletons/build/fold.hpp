@@ -90,10 +90,15 @@ struct Compute {
 struct Node;
 using Seq = std::vector<Node>;
 
-/** @brief A folded repetition: `count` times `body`. */
+/** @brief A folded repetition: `count` times `body`. With `branch`, a data-dependent branch instead: the
+ *  iterations of an annotated loop (mktrace.h) differ by whether they run `body`, which ran `count` of the
+ *  `reached` times its place in the loop was reached (see `fold_rank`); `count` is then statistics, not
+ *  identity (not in `same`, the hash or `shape_hash`). */
 struct Loop {
   std::uint64_t count = 0;
   Seq body;
+  bool branch = false;
+  std::uint64_t reached = 0;  ///< branch: times its place was reached
 };
 
 /** @brief One element of a folded program; `hash` covers identity (not statistics). */
@@ -119,7 +124,11 @@ struct RankProgram {
 
 /** @brief Folds one rank's trace. Request completions (COMPLETE records) are folded into their wait;
  *  the time between the end of one call and the start of the next is a compute gap, also at the start
- *  (after MPI_Init) and end (before MPI_Finalize); annotation iterations drop their index. */
+ *  (after MPI_Init) and end (before MPI_Finalize); annotation iterations drop their index.
+ *  An annotated loop (MKTRACE_LOOP_BEGIN / ITER / END) whose iterations did not fold into one loop because
+ *  some iterations run calls that others skip becomes one loop over all its iterations whose body is the
+ *  shortest sequence containing every iteration's, the parts some iterations skip being `branch` loops
+ *  (each part run by the same iterations; else, or when a part is only compute, it stays as folded). */
 RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options = {});
 
 /** @brief The shape of a folded sequence: its structure without numbers (kinds, call sites,
