@@ -686,25 +686,54 @@ results::Diagnosis diagnose(const Skeleton& sk, const DiagnoseOptions& o) {
   return d;
 }
 
-std::string format_diagnosis(const results::Diagnosis& d) {
-  std::ostringstream out;
+namespace detail {
+
+void format_problems(std::ostream& out, const results::Diagnosis& d, const DiagnosisText& t) {
   int above = 0;
   for (const auto& p : d.problems)
     if (p.gain_pct >= d.threshold_pct) ++above;
-  out << "baseline: " << num(d.baseline_time_s, "%.6f") << " s; " << d.problems.size() << " finding(s), " << above
+  out << t.run_label << ": " << num(d.baseline_time_s, "%.6f") << " s; " << d.problems.size() << " finding(s), " << above
       << " above the " << num(d.threshold_pct, "%g") << "% threshold\n";
-  out << "rank  kind             where                          gain s      gain %  method\n";
+  char line[1024];
+  std::snprintf(line, sizeof line, "rank  kind             %-*sgain s      gain %%  %smethod\n", t.where_width + 1, "where",
+                t.measured ? "measured s  " : "");
+  out << line;
   int i = 0;
   for (const auto& p : d.problems) {
-    std::string where = p.block.empty() ? "phase " + p.phase : p.block + (p.phase.empty() ? "" : " [" + p.phase + "]");
-    char line[512];
-    std::snprintf(line, sizeof line, "%4d  %-16s %-30s %10.6f  %6.2f  %s\n", ++i, p.kind.c_str(), where.c_str(), p.gain_s, p.gain_pct,
-                  p.method.c_str());
-    out << line;
-    out << "      ranks: " << p.ranks << "\n      do: " << p.action << "\n      why: " << p.detail;
+    std::string where = p.block;
+    if (!t.measured) where = p.block.empty() ? "phase " + p.phase : p.block + (p.phase.empty() ? "" : " [" + p.phase + "]");
+    std::string measured;
+    if (t.measured) measured = num(p.measured_s, "%10.6f") + "  ";
+    std::snprintf(line, sizeof line, "%4d  %-16s %-*s %10.6f  %6.2f  %s%s\n", ++i, p.kind.c_str(), t.where_width, where.c_str(), p.gain_s,
+                  p.gain_pct, measured.c_str(), p.method.c_str());
+    out << line << "      ranks: " << p.ranks << "\n      do: " << p.action << "\n      why: " << p.detail;
     if (p.formula_gain_s >= 0) out << "; formula gain " << num(p.formula_gain_s, "%.6f") << " s";
     out << "\n";
+    if (t.measured && !p.chain.empty()) out << "      chain: " << p.chain << "\n";
   }
+}
+
+void format_logical_phases(std::ostream& out, const results::Diagnosis& d, const DiagnosisText& t) {
+  out << "logical phases (separation points: " << t.phases_heading << "):\n";
+  out << "  phase  occurrences      time s   util mean   util min (rank)  " << t.sites_heading << "\n";
+  for (const auto& lp : d.logical_phases) {
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-6s %11d  %10.6f   %9.3f   %7.3f (%d)    ", lp.name.c_str(), lp.occurrences, lp.time_s,
+                  lp.utilisation_mean, lp.utilisation_min, lp.utilisation_argmin);
+    out << line << lp.sites << "\n";
+    if (!t.per_rank) continue;
+    out << "         per rank:";
+    for (double u : lp.utilisation) out << " " << num(u, "%.3f");
+    out << "\n";
+  }
+}
+
+}  // namespace detail
+
+std::string format_diagnosis(const results::Diagnosis& d) {
+  static const detail::DiagnosisText text{"baseline", 30, false, "no rank in an MPI operation", "blocks", false};
+  std::ostringstream out;
+  detail::format_problems(out, d, text);
   out << "phase utilisation (compute / time, per phase label):\n";
   out << "  phase                 time max s   time mean s   util mean   util min (rank)\n";
   for (const auto& ph : d.phases) {
@@ -713,16 +742,7 @@ std::string format_diagnosis(const results::Diagnosis& d) {
                   ph.time_max_s, ph.time_mean_s, ph.utilisation_mean, ph.utilisation_min, ph.utilisation_argmin);
     out << line;
   }
-  if (!d.logical_phases.empty()) {
-    out << "logical phases (separation points: no rank in an MPI operation):\n";
-    out << "  phase  occurrences      time s   util mean   util min (rank)  blocks\n";
-    for (const auto& lp : d.logical_phases) {
-      char line[256];
-      std::snprintf(line, sizeof line, "  %-6s %11d  %10.6f   %9.3f   %7.3f (%d)    ", lp.name.c_str(), lp.occurrences, lp.time_s,
-                    lp.utilisation_mean, lp.utilisation_min, lp.utilisation_argmin);
-      out << line << lp.sites << "\n";
-    }
-  }
+  if (!d.logical_phases.empty()) detail::format_logical_phases(out, d, text);
   for (const auto& n : d.notes) out << "note: " << n << "\n";
   return out.str();
 }

@@ -36,4 +36,19 @@ results::RunResult replay_stats_in_child(const skeletons::Skeleton& skeleton, co
 /** @brief The ranked table and phase utilisation as text (fixed precision, deterministic). */
 std::string format_diagnosis(const results::Diagnosis& diagnosis);
 
+namespace detail {
+/** @brief The pieces both text forms share (a simulated run's and a trace's, sim/trace_diagnose.hpp). */
+struct DiagnosisText {
+  const char* run_label;       ///< "baseline" or "traced run"
+  int where_width;             ///< width of the "where" column
+  bool measured;               ///< a "measured s" column and the chains of waits (traces)
+  const char* phases_heading;  ///< what a separation point is
+  const char* sites_heading;   ///< "blocks" or "call sites"
+  bool per_rank;               ///< utilisation per rank under each logical phase
+};
+/** @brief Header line, ranked problems and logical phases (not the notes) of `d` in the form `t`. */
+void format_problems(std::ostream& out, const results::Diagnosis& d, const DiagnosisText& t);
+void format_logical_phases(std::ostream& out, const results::Diagnosis& d, const DiagnosisText& t);
+}  // namespace detail
+
 }  // namespace mksim::sim

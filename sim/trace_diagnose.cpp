@@ -835,34 +835,11 @@ results::Diagnosis diagnose_trace(const trace::Run& run, const TraceDiagnoseOpti
 }
 
 std::string format_trace_diagnosis(const results::Diagnosis& d) {
+  static const detail::DiagnosisText text{"traced run", 40, true, "no message in flight, every rank between MPI calls", "call sites",
+                                          true};
   std::ostringstream out;
-  int above = 0;
-  for (const auto& p : d.problems)
-    if (p.gain_pct >= d.threshold_pct) ++above;
-  out << "traced run: " << num(d.baseline_time_s, "%.6f") << " s; " << d.problems.size() << " finding(s), " << above << " above the "
-      << num(d.threshold_pct, "%g") << "% threshold\n";
-  out << "rank  kind             where                                    gain s      gain %  measured s  method\n";
-  int i = 0;
-  for (const auto& p : d.problems) {
-    char line[1024];
-    std::snprintf(line, sizeof line, "%4d  %-16s %-40s %10.6f  %6.2f  %10.6f  %s\n", ++i, p.kind.c_str(), p.block.c_str(), p.gain_s,
-                  p.gain_pct, p.measured_s, p.method.c_str());
-    out << line << "      ranks: " << p.ranks << "\n      do: " << p.action << "\n      why: " << p.detail;
-    if (p.formula_gain_s >= 0) out << "; formula gain " << num(p.formula_gain_s, "%.6f") << " s";
-    out << "\n";
-    if (!p.chain.empty()) out << "      chain: " << p.chain << "\n";
-  }
-  out << "logical phases (separation points: no message in flight, every rank between MPI calls):\n";
-  out << "  phase  occurrences      time s   util mean   util min (rank)  call sites\n";
-  for (const auto& lp : d.logical_phases) {
-    char line[256];
-    std::snprintf(line, sizeof line, "  %-6s %11d  %10.6f   %9.3f   %7.3f (%d)    ", lp.name.c_str(), lp.occurrences, lp.time_s,
-                  lp.utilisation_mean, lp.utilisation_min, lp.utilisation_argmin);
-    out << line << lp.sites << "\n";
-    out << "         per rank:";
-    for (double u : lp.utilisation) out << " " << num(u, "%.3f");
-    out << "\n";
-  }
+  detail::format_problems(out, d, text);
+  detail::format_logical_phases(out, d, text);
   for (const auto& n : d.notes) out << "note: " << n << "\n";
   return out.str();
 }
