@@ -291,15 +291,6 @@ class WhatIfRunner {
   int runs_ = 0;
 };
 
-int kind_order(const std::string& k) {
-  // ties (the same fix found twice): the cause before its symptoms
-  static const char* order[] = {"imbalance", "event_imbalance", "late_sender", "late_receiver", "collective_wait",
-                                "granularity", "pipeline_grain", "scaling"};
-  for (int i = 0; i < 8; ++i)
-    if (k == order[i]) return i;
-  return 8;
-}
-
 }  // namespace
 
 results::RunResult replay_stats_in_child(const Skeleton& skeleton, const ReplayOptions& options) {
@@ -671,12 +662,7 @@ results::Diagnosis diagnose(const Skeleton& sk, const DiagnoseOptions& o) {
     }
   }
 
-  for (Problem& p : d.problems) p.gain_pct = pct(p.gain_s);
-  std::stable_sort(d.problems.begin(), d.problems.end(), [](const Problem& a, const Problem& b) {
-    if (a.gain_s != b.gain_s) return a.gain_s > b.gain_s;
-    if (kind_order(a.kind) != kind_order(b.kind)) return kind_order(a.kind) < kind_order(b.kind);
-    return a.block < b.block;
-  });
+  detail::rank_problems(d);
   d.notes.push_back("phase utilisation is per phase label of the skeleton (compute / time in the label's blocks); the logical "
                     "phases (seed 002) are listed separately");
   d.attributes.emplace_back("diagnose.threshold_pct", num(o.threshold_pct, "%.10g"));
@@ -687,6 +673,24 @@ results::Diagnosis diagnose(const Skeleton& sk, const DiagnoseOptions& o) {
 }
 
 namespace detail {
+
+int kind_order(const std::string& k) {
+  static const char* order[] = {"imbalance", "event_imbalance", "late_sender", "late_receiver", "collective_wait",
+                                "granularity", "pipeline_grain", "scaling"};
+  for (int i = 0; i < 8; ++i)
+    if (k == order[i]) return i;
+  return 8;
+}
+
+void rank_problems(results::Diagnosis& d) {
+  for (Problem& p : d.problems) p.gain_pct = d.baseline_time_s > 0 ? 100 * p.gain_s / d.baseline_time_s : 0;
+  // ties (the same fix found twice): the cause before its symptoms
+  std::stable_sort(d.problems.begin(), d.problems.end(), [](const Problem& a, const Problem& b) {
+    if (a.gain_s != b.gain_s) return a.gain_s > b.gain_s;
+    if (kind_order(a.kind) != kind_order(b.kind)) return kind_order(a.kind) < kind_order(b.kind);
+    return a.block < b.block;
+  });
+}
 
 void format_problems(std::ostream& out, const results::Diagnosis& d, const DiagnosisText& t) {
   int above = 0;

@@ -49,6 +49,10 @@ struct DiagnosisText {
 /** @brief Header line, ranked problems and logical phases (not the notes) of `d` in the form `t`. */
 void format_problems(std::ostream& out, const results::Diagnosis& d, const DiagnosisText& t);
 void format_logical_phases(std::ostream& out, const results::Diagnosis& d, const DiagnosisText& t);
+/** @brief Position of a problem kind in the tie order: the cause (imbalance) before its symptoms (waits). */
+int kind_order(const std::string& kind);
+/** @brief Sets every gain_pct from baseline_time_s and sorts by gain, then kind_order, then block. */
+void rank_problems(results::Diagnosis& d);
 }  // namespace detail
 
 }  // namespace mksim::sim

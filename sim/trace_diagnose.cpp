@@ -538,13 +538,7 @@ void Analysis::phases(results::Diagnosis& d) const {
   d.logical_phases = logical_phases(P_, start_, end_, act);
 }
 
-int kind_order(const std::string& k) {
-  static const char* order[] = {"imbalance", "event_imbalance", "late_sender", "late_receiver", "collective_wait",
-                                "granularity", "pipeline_grain", "scaling"};
-  for (int i = 0; i < 8; ++i)
-    if (k == order[i]) return i;
-  return 8;
-}
+using detail::kind_order;
 
 results::Diagnosis Analysis::run() {
   results::Diagnosis d;
@@ -824,12 +818,7 @@ results::Diagnosis diagnose_trace(const trace::Run& run, const TraceDiagnoseOpti
   Analysis a(run, options);
   results::Diagnosis d = a.run();
   if (options.simulate) simulate(run, options, a.block_sites(), a.origin_of_, d);
-  for (Problem& p : d.problems) p.gain_pct = d.baseline_time_s > 0 ? 100 * p.gain_s / d.baseline_time_s : 0;
-  std::stable_sort(d.problems.begin(), d.problems.end(), [](const Problem& a, const Problem& b) {
-    if (a.gain_s != b.gain_s) return a.gain_s > b.gain_s;
-    if (kind_order(a.kind) != kind_order(b.kind)) return kind_order(a.kind) < kind_order(b.kind);
-    return a.block < b.block;
-  });
+  detail::rank_problems(d);
   std::sort(d.attributes.begin(), d.attributes.end());
   return d;
 }
