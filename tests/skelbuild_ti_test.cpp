@@ -219,8 +219,8 @@ std::multiset<std::string> p2p_loops(const nlohmann::json& body, const std::stri
   std::multiset<std::string> out;
   for (const auto& b : body) {
     const std::string op = b.at("op");
-    if (op == "if") {
-      for (const char* arm : {"then", "else"})
+    if (op == "if" || op == "region") {  // regions: the OpenMPI skeleton's functions (call-site stacks)
+      for (const char* arm : {"then", "else", "body"})
         if (b.contains(arm)) out.merge(p2p_loops(b.at(arm), outer));
     } else if (op == "loop") {
       const std::string here = outer + "loop " + b.at("count").get<std::string>() + " {";
@@ -231,8 +231,8 @@ std::multiset<std::string> p2p_loops(const nlohmann::json& body, const std::stri
         todo.pop_back();
         for (const auto& c : *list) {
           const std::string k = c.at("op");
-          if (k == "if") {
-            for (const char* arm : {"then", "else"})
+          if (k == "if" || k == "region") {
+            for (const char* arm : {"then", "else", "body"})
               if (c.contains(arm)) todo.push_back(&c.at(arm));
           } else if (k == "send" || k == "recv" || k == "isend" || k == "irecv") {
             calls.insert(k + " tag " + c.at("tag").dump());

@@ -1,4 +1,5 @@
 #include "skeletons/build/builder.hpp"
+#include "skeletons/build/stack_regions.hpp"
 
 #include "skeletons/build/cpg.hpp"
 #include "skeletons/build/features.hpp"
@@ -1366,8 +1367,23 @@ class Builder {
 
 }  // namespace
 
-BuildResult build_skeleton(const std::vector<trace::Run>& runs, const BuildOptions& options) {
-  if (runs.empty()) throw BuildError("no traced runs given");
+BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOptions& options) {
+  if (given.empty()) throw BuildError("no traced runs given");
+  // regions from call-site stacks: on copies of the runs, which the builder then reads (names included)
+  std::vector<trace::Run> with_regions;
+  std::vector<std::string> region_warnings;
+  if (options.stack_regions) {
+    with_regions = given;
+    for (trace::Run& run : with_regions) {
+      const StackRegionReport rep = add_stack_regions(run);
+      if (!rep.by_address.empty()) {
+        std::string list;
+        for (const std::string& n : rep.by_address) list += (list.empty() ? "" : ", ") + n;
+        region_warnings.push_back(run.dir + ": " + rep.module_file + " has no symbol for some functions that call MPI; their regions are named by the return address into their caller: " + list);
+      }
+    }
+  }
+  const std::vector<trace::Run>& runs = options.stack_regions ? with_regions : given;
   // parameters: numeric, the same names in every run
   std::set<std::string> names;
   for (const auto& [k, v] : runs.front().params) names.insert(k);
@@ -1407,6 +1423,7 @@ BuildResult build_skeleton(const std::vector<trace::Run>& runs, const BuildOptio
       throw BuildError(infos[i].name + " and " + infos[i - 1].name + " were traced with the same P and parameters (" +
                        describe_vars(infos[i].vars) + "): give each configuration once");
   Builder b(std::move(infos), std::vector<std::string>(names.begin(), names.end()), options);
+  b.result.warnings.insert(b.result.warnings.end(), region_warnings.begin(), region_warnings.end());
   nlohmann::json sk = b.build();
   b.result.skeleton = std::move(sk);
   b.result.trace_events = result.trace_events;

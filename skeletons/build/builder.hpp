@@ -21,6 +21,9 @@ struct BuildOptions {
   std::string name;              ///< skeleton name; default: the program's file name from run.json
   FoldOptions fold;
   double min_compute_s = 0;      ///< compute gaps whose mean is below this in every member are dropped
+  /// region blocks (ROUTINE nodes) from the call-site stacks of the traced program's functions
+  /// (stack_regions.hpp); off: only mktrace.h annotations make regions (`mkskel build --no-stack-regions`)
+  bool stack_regions = true;
   // A compute block gets a `dist` (format v2) when its durations vary within ranks (first execution left
   // out): a spread (interquartile range / 1.349, relative to the rank's median, pooled) above dist_min_cv
   // and, in seconds, at least dist_min_stddev_s (timer and OS noise of short gaps is not the program's),

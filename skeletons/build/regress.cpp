@@ -1005,6 +1005,15 @@ Ranked rank_factors(const Data& d, std::size_t c) {
 }
 
 /** A least-squares hypothesis: the constant (column 0) plus up to three terms (columns 1..T). */
+// The two-sided 95% quantile of Student's t with k degrees of freedom (k = 0: infinite).
+double student_t975(std::size_t k) {
+  static constexpr double table[] = {INFINITY, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                                     2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+                                     2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  if (k < std::size(table)) return table[k];
+  return 1.95996 + 2.37 / static_cast<double>(k);  // within 0.003 from 30 on
+}
+
 struct Hyp {
   std::array<std::size_t, 4> col{};
   std::size_t c = 0;
@@ -1147,6 +1156,31 @@ class LeastSquares {
     std::vector<double> coef(h.c);
     for (std::size_t j = 0; j < h.c; ++j) coef[j] = beta(static_cast<Eigen::Index>(j)) / scale_[h.col[j]];
     return coef;
+  }
+
+  /** Student t statistics (coefficient / standard error) of the weighted full fit of h, per column; empty
+   *  when the fit is singular or has no residual degrees of freedom. Column scaling does not change them. */
+  std::vector<double> t_values(const Hyp& h) const {
+    const std::size_t n = d_.points.size();
+    if (n <= h.c) return {};
+    Eigen::MatrixXd A(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(h.c));
+    Eigen::VectorXd b(static_cast<Eigen::Index>(n));
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j < h.c; ++j) A(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = Z_[i * T_ + h.col[j]];
+      b(static_cast<Eigen::Index>(i)) = wy_[i];
+    }
+    Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(A);
+    if (qr.rank() < static_cast<Eigen::Index>(h.c)) return {};
+    const Eigen::VectorXd beta = qr.solve(b);
+    const double s2 = (A * beta - b).squaredNorm() / static_cast<double>(n - h.c);
+    const Eigen::MatrixXd inv = (A.transpose() * A).inverse();
+    std::vector<double> t(h.c);
+    for (std::size_t j = 0; j < h.c; ++j) {
+      const double se = std::sqrt(s2 * inv(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(j)));
+      const double bj = beta(static_cast<Eigen::Index>(j));
+      t[j] = se > 0 ? std::fabs(bj) / se : (bj != 0 ? INFINITY : 0);
+    }
+    return t;
   }
 
   double value(const Hyp& h, const std::vector<double>& coef, const Coords& x) const {
@@ -1493,6 +1527,30 @@ Outcome fit_least_squares(const Data& d, const Probes& pr, const FitOptions& o) 
   const Hyp h0 = hs[chosen];
   Hyp h = h0;
   std::vector<double> coef = *fit_of(chosen);
+  // Terms that are not significant: the 95% confidence interval of their coefficient contains 0 (Student t
+  // over the weighted residuals). The least significant is dropped and the rest refitted, until every term
+  // is significant; the constant stays. Noise in time-sliced runs otherwise buys a term like 3e-06*N/steps
+  // whenever it happens to lower the cross-validated error by a little.
+  std::vector<std::string> dropped_terms;
+  while (h.c > 1) {
+    const std::vector<double> t = ls.t_values(h);
+    if (t.empty()) break;
+    std::size_t worst = h.c;
+    for (std::size_t j = 0; j < h.c; ++j)
+      if (h.col[j] != 0 && (worst == h.c || t[j] < t[worst])) worst = j;
+    if (worst == h.c || !(t[worst] < student_t975(d.points.size() - h.c))) break;
+    Hyp h2;
+    for (std::size_t j = 0; j < h.c; ++j)
+      if (j != worst) h2.col[h2.c++] = h.col[j];
+    auto c2 = ls.fit(h2);
+    if (!c2) break;
+    Hyp one;
+    one.col[one.c++] = h.col[worst];
+    dropped_terms.push_back(ls.text(one, {coef[worst]}, 3) + " (t = " + short_num(t[worst]) + ")");
+    h = h2, coef = *c2;
+  }
+  if (!dropped_terms.empty())
+    out.notes.push_back("terms whose 95% confidence interval contains 0 were dropped: " + join(dropped_terms, ", "));
   // Drop a negligible constant (noise-free data of a pure power law).
   double ymin = INFINITY;
   for (const Point& p : d.points)
@@ -1518,7 +1576,7 @@ Outcome fit_least_squares(const Data& d, const Probes& pr, const FitOptions& o) 
       dev = std::max(dev, std::fabs(f.eval(d.points[i].vars) - full_pred[i]) / d.points[i].d);
     if (dev <= std::max(0.01 * full_err, 1e-13)) break;
   }
-  out.cv = ls.cv_mode() ? hs[chosen].score : -1;
+  out.cv = ls.cv_mode() ? (dropped_terms.empty() ? hs[chosen].score : ls.score(h)) : -1;
   if (ls.cv_mode())
     out.notes.push_back("least squares over the performance model normal form, chosen by leave-one-run-out "
                         "cross-validation over " + std::to_string(d.folds.size()) + " runs (" +

@@ -98,6 +98,7 @@ struct Run {
   std::string dir;
   int P = 0;
   std::vector<std::string> command;
+  std::string executable;  ///< the program's absolute path at trace time ("" when run.json has none)
   std::map<std::string, std::string> params;  ///< as given to mktrace --param (numbers in JSON form)
   int exit_code = 0;                          ///< mpirun's
   std::vector<RankTrace> ranks;

@@ -1,0 +1,126 @@
+// Least-squares model selection under noise (skeletons/build/regress.hpp): a known law of two terms,
+// measured with 5% noise on a grid where an irrelevant parameter (steps) varies too, gives back exactly
+// its two terms, for several seeds: terms whose coefficient's 95% interval contains 0 are dropped.
+#include "skeletons/build/regress.hpp"
+#include "skeletons/expr.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace mksim::skeletons;
+using namespace mksim::skeletons::build;
+
+namespace {
+
+const std::vector<std::string> PARAMS{"N", "steps"};
+
+double eval(const std::string& text, const Vars& vars) {
+  SymbolTable t;
+  std::vector<double> frame;
+  for (const auto& [k, v] : vars) {
+    t.add(k);
+    frame.push_back(v);
+  }
+  return parse_expr(text, t).eval(frame);
+}
+
+// Top-level terms of a sum as the fitter prints it ("a*N^2/P + b", "a - b*log2(P)").
+int terms(const std::string& e) {
+  int n = 1, depth = 0;
+  for (std::size_t i = 0; i < e.size(); ++i) {
+    if (e[i] == '(') ++depth;
+    else if (e[i] == ')') --depth;
+    else if (depth == 0 && i > 0 && i + 1 < e.size() && e[i - 1] == ' ' && e[i + 1] == ' ' && (e[i] == '+' || e[i] == '-')) ++n;
+  }
+  return n;
+}
+
+// Samples of `law` at P x N x steps with Gaussian relative noise of 5% (mt19937 + Box-Muller, specified).
+std::vector<Sample> noisy(const std::function<double(double, double)>& law, unsigned seed) {
+  std::mt19937 gen(seed);
+  const auto uniform = [&] { return (static_cast<double>(gen()) + 0.5) / 4294967296.0; };
+  std::vector<Sample> s;
+  for (double P : {2, 4, 8, 16, 32})
+    for (double N : {64, 128, 256, 512})
+      for (double steps : {10, 20}) {
+        const double z = std::sqrt(-2 * std::log(uniform())) * std::cos(2 * M_PI * uniform());
+        const Vars v{{"P", P}, {"N", N}, {"steps", steps}};
+        s.push_back({v, law(P, N) * (1 + 0.05 * z),
+                     "run-P" + std::to_string(int(P)) + "-N" + std::to_string(int(N)) + "-s" + std::to_string(int(steps))});
+      }
+  return s;
+}
+
+}  // namespace
+
+TEST(RegressNoise, ConstantPlusOneTermRecoversExactlyThoseTermsOverSeeds) {
+  const auto law = [](double P, double N) { return 2e-4 + 3e-8 * N * N / P; };
+  for (unsigned seed = 1; seed <= 8; ++seed) {
+    const Fit f = fit_quantity(noisy(law, seed), PARAMS, {});
+    EXPECT_EQ(f.expr.find("steps"), std::string::npos) << "seed " << seed << ": " << f.expr;
+    // the term is N-to-a-power over P (N^2, or at 5% noise sometimes N^(7/4)*log2(N): the factor grid
+    // cannot tell them apart over N = 64..512), never a term in steps or a third one
+    EXPECT_NE(f.expr.find("N^"), std::string::npos) << "seed " << seed << ": " << f.expr;
+    EXPECT_NE(f.expr.find("/P"), std::string::npos) << "seed " << seed << ": " << f.expr;
+    EXPECT_EQ(terms(f.expr), 2) << "seed " << seed << ": " << f.expr;
+    // and it predicts a run not traced (P = 128, N = 1024) within 10%
+    const double at = eval(f.expr, {{"P", 128}, {"N", 1024}, {"steps", 10}});
+    EXPECT_NEAR(at, law(128, 1024), 0.1 * law(128, 1024)) << "seed " << seed << ": " << f.expr;
+  }
+}
+
+TEST(RegressNoise, TwoTermsOfTwoVariablesRecoverExactlyThoseTermsOverSeeds) {
+  const auto law = [](double P, double N) { return 3e-8 * N * N / P + 2e-5 * std::log2(P); };
+  for (unsigned seed = 11; seed <= 18; ++seed) {
+    const Fit f = fit_quantity(noisy(law, seed), PARAMS, {});
+    EXPECT_EQ(f.expr.find("steps"), std::string::npos) << "seed " << seed << ": " << f.expr;
+    EXPECT_LE(terms(f.expr), 3) << "seed " << seed << ": " << f.expr;
+    const double at = eval(f.expr, {{"P", 128}, {"N", 1024}, {"steps", 10}});
+    EXPECT_NEAR(at, law(128, 1024), 0.15 * law(128, 1024)) << "seed " << seed << ": " << f.expr;
+  }
+}
+
+TEST(RegressNoise, ASpuriousThirdTermIsDroppedAndSaidSo) {
+  // 9 runs, 5% noise: cross-validation keeps `- 1e-4/P^(3/2)` for this seed; its 95% interval contains 0
+  std::mt19937 gen(9);
+  const auto uniform = [&] { return (static_cast<double>(gen()) + 0.5) / 4294967296.0; };
+  std::vector<Sample> s;
+  for (double P : {2, 4, 8})
+    for (double N : {64, 128, 256}) {
+      const double u1 = uniform(), u2 = uniform();
+      const double z = std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
+      const double steps = N == 128 ? 6 : 3;
+      s.push_back({{{"P", P}, {"N", N}, {"steps", steps}}, (2e-4 + 3e-8 * N * N / P) * (1 + 0.05 * z),
+                   "r" + std::to_string(int(P)) + "-" + std::to_string(int(N))});
+    }
+  const Fit f = fit_quantity(s, PARAMS, {});
+  EXPECT_EQ(terms(f.expr), 2) << f.expr;
+  EXPECT_NE(f.expr.find("N^2/P"), std::string::npos) << f.expr;
+  EXPECT_NE(f.note.find("95% confidence interval contains 0 were dropped"), std::string::npos) << f.note;
+}
+
+TEST(RegressNoise, NoiseFreeThreeCoefficientsStayAndExactIntegersAreUntouched) {
+  // without noise every term is significant: nothing is dropped
+  const auto law = [](double P, double N) { return 1e-4 + 3e-8 * N * N / P + 2e-5 * std::log2(P); };
+  std::vector<Sample> s;
+  for (double P : {2, 4, 8, 16, 32})
+    for (double N : {64, 128, 256, 512}) s.push_back({{{"P", P}, {"N", N}, {"steps", 10}}, law(P, N), "r" + std::to_string(int(P * 1000 + N))});
+  FitOptions o;
+  o.max_terms = 3;
+  const Fit f = fit_quantity(s, PARAMS, o);
+  EXPECT_EQ(f.note.find("were dropped"), std::string::npos) << f.note;
+  for (const Sample& x : s) EXPECT_NEAR(eval(f.expr, x.vars), x.value, 1e-6 * x.value) << f.expr;
+  // an integer quantity: exact search, as before
+  std::vector<Sample> c;
+  for (double P : {2, 4, 8, 16})
+    for (double N : {64, 128}) c.push_back({{{"P", P}, {"N", N}, {"steps", 10}}, 16 * N / P + 3, "r" + std::to_string(int(P * 1000 + N))});
+  FitOptions oi;
+  oi.integer = true;
+  const Fit fi = fit_quantity(c, PARAMS, oi);
+  EXPECT_TRUE(fi.exact) << fi.expr;
+  EXPECT_EQ(fi.expr, "16*N/P + 3");
+}
