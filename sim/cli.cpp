@@ -84,16 +84,16 @@ namespace {
 
 const char* USAGE =
     "usage: mksim [predict] --platform FILE --P N [--skeleton FILE] [--param NAME=VALUE ...] [-o OUT.h5]\n"
-    "                       [--timeline OUT.csv] [--seed S] [--cfg simgrid/key:value ...]\n"
+    "                       [--timeline OUT.csv] [--seed S] [--cfg simgrid/key:value ...] [--collectives DB.h5,...]\n"
     "       mksim check --skeleton FILE [--P N] [--param NAME=VALUE ...]\n"
     "       mksim model --platform FILE --P N [--skeleton FILE] [--param NAME=VALUE ...] [--format text|latex|json]\n"
-    "                   [--no-skew] [--cross-check] [--optimize NAME --range LO..HI] [--Ps LIST] [--speedup]\n"
+    "                   [--no-skew] [--cross-check] [--collectives DB.h5,...] [--optimize NAME --range LO..HI] [--Ps LIST] [--speedup]\n"
     "                   [--constant-time NAME=T0 --range LO..HI] [--isospeed NAME --range LO..HI]\n"
     "       mksim compare --platform FILE --skeleton FILE [--vs-platform FILE] [--vs-skeleton FILE]\n"
     "                     --scan P=LO..HI | NAME=LO..HI [--P N] [--param NAME=VALUE ...] [--no-skew]\n"
     "       mksim sweep --skeleton FILE --platform A[,B...] --P LIST [--param NAME=LIST ...] [--mode replay|model|both]\n"
     "                   -o OUT.h5 [--jobs J] [--timeout S] [--memory-limit GIB] [--retry-failed] [--config FILE]\n"
-    "                   [--best NAME [--metric replay|model]]      (LIST: 1,2,4 | 4..4096 | 4..4096:x2 | 1..10:+1)\n"
+    "                   [--best NAME [--metric replay|model]] [--collectives DB.h5,...]  (LIST: 1,2,4 | 4..4096 | 4..4096:x2 | 1..10:+1)\n"
     "       mksim sweep --from OUT.h5 --best NAME [--metric replay|model]\n"
     "       mksim diagnose SKELETON --platform FILE --P N [--param NAME=VALUE ...] [-o DIAG.h5]\n"
     "       mksim report IN.h5 [MORE.h5 ...] -o REPORT.html [--timeline FILE.csv ...] [--title TEXT]\n"
@@ -118,7 +118,7 @@ int cmd_predict(const std::vector<std::string>& args, std::ostream& out, std::os
   std::string platform, skeleton, output, timeline;
   int P = 0;
   unsigned long long seed = 1;
-  std::vector<std::string> params, cfg;
+  std::vector<std::string> params, cfg, colls;
   desc.add_options()("help,h", "this help")
       ("platform", po::value(&platform)->required(), "SimGrid platform XML (or a bundled name: paragon, t3e, ipsc860)")
       ("P", po::value(&P)->required(), "number of MPI ranks to simulate")
@@ -127,10 +127,12 @@ int cmd_predict(const std::vector<std::string>& args, std::ostream& out, std::os
       ("output,o", po::value(&output), "write results to this HDF5 file (atomically)")
       ("timeline", po::value(&timeline), "write a per-rank event timeline (CSV) for small runs")
       ("seed", po::value(&seed)->default_value(1), "seed of the per-rank random generators")
-      ("cfg", po::value(&cfg)->composing(), "extra SimGrid setting key:value (recorded with the result)");
+      ("cfg", po::value(&cfg)->composing(), "extra SimGrid setting key:value (recorded with the result)")
+      ("collectives", po::value(&colls)->composing(), "mkcalib bench databases DB.h5[,DB2.h5...], one per rank count: measured collectives");
   if (!parse_options(args, desc, out, USAGE)) return EXIT_OK;
 
   ReplayOptions opt;
+  if (!colls.empty()) opt.collectives = std::make_shared<const CollectiveTable>(load_collective_table(colls));
   opt.platform_path = resolve_data(platform, "platforms");
   opt.P = P;
   opt.params = parse_params(params);
@@ -450,7 +452,7 @@ void print_best(const results::SweepTable& table, const std::string& over, const
 int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("mksim sweep");
   std::string skeleton, output, mode = "replay", ps_text, config, best, metric, from;
-  std::vector<std::string> platforms, params;
+  std::vector<std::string> platforms, params, colls;
   int jobs = 0;
   double timeout = 0, memory_gib = 0;
   unsigned long long seed = 1;
@@ -472,7 +474,8 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
       ("config", po::value(&config), "read these options from a file (one NAME = VALUE per line, as on the command line)")
       ("best", po::value(&best), "then print the best value of this column (K, P, platform...) for each combination of the others")
       ("metric", po::value(&metric)->default_value(""), "what --best compares: replay or model (default: replay when run)")
-      ("from", po::value(&from), "answer --best from this existing table, without sweeping");
+      ("from", po::value(&from), "answer --best from this existing table, without sweeping")
+      ("collectives", po::value(&colls)->composing(), "mkcalib bench databases DB.h5[,DB2.h5...], one per rank count: measured collectives");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).run(), vm);
   if (vm.count("help")) {
@@ -546,6 +549,7 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   opt.timeout_s = timeout;
   opt.memory_limit_bytes = memory_gib * 1024.0 * 1024.0 * 1024.0;
   opt.retry_failed = retry;
+  if (!colls.empty()) opt.collectives = std::make_shared<const CollectiveTable>(load_collective_table(colls));
   opt.launcher = detect_launcher();
   opt.progress = &err;
   opt.progress_bar = !quiet && isatty(STDERR_FILENO);
@@ -569,7 +573,7 @@ int cmd_model(const std::vector<std::string>& args, std::ostream& out) {
   int P = 0;
   bool no_skew = false, cross_check = false, speedup = false;
   std::string optimize, range, ps_text, constant_time, isospeed;
-  std::vector<std::string> params;
+  std::vector<std::string> params, colls;
   desc.add_options()("help,h", "this help")
       ("platform", po::value(&platform)->required(), "SimGrid platform XML (or a bundled name: paragon, t3e, ipsc860)")
       ("P", po::value(&P)->required(), "number of ranks (rank classes and routes are resolved here)")
@@ -583,9 +587,11 @@ int cmd_model(const std::vector<std::string>& args, std::ostream& out) {
       ("Ps", po::value(&ps_text), "rank counts for the queries: 4,8,16 or 4..128 (powers of two) or 4..64:+4")
       ("speedup", po::bool_switch(&speedup), "speedup T(1)/T(P) and efficiency over --Ps (seed 000 s.5.5)")
       ("constant-time", po::value(&constant_time), "NAME=T0: the NAME that makes T = T0 seconds at each of --Ps")
-      ("isospeed", po::value(&isospeed), "NAME: isospeed scalability psi(P, p') from --P to each of --Ps (seed 001 s.3)");
+      ("isospeed", po::value(&isospeed), "NAME: isospeed scalability psi(P, p') from --P to each of --Ps (seed 001 s.3)")
+      ("collectives", po::value(&colls)->composing(), "mkcalib bench databases DB.h5[,DB2.h5...], one per rank count: measured collectives");
   if (!parse_options(args, desc, out, USAGE)) return EXIT_OK;
   const bool query = !optimize.empty() || speedup || !constant_time.empty() || !isospeed.empty();
+  if (query && !colls.empty()) throw UsageError("--collectives is not supported with --optimize, --speedup, --constant-time or --isospeed");
   if (query) return model_queries(sk_path(skeleton), platform, P, params, !no_skew, optimize, range, ps_text, speedup,
                                   constant_time, isospeed, out);
   if (format != "text" && format != "latex" && format != "json") throw UsageError("--format must be text, latex or json");
@@ -596,6 +602,7 @@ int cmd_model(const std::vector<std::string>& args, std::ostream& out) {
   mo.P = P;
   mo.params = parse_params(params);
   mo.skew = !no_skew;
+  if (!colls.empty()) mo.collectives = std::make_shared<const CollectiveTable>(load_collective_table(colls));
   {
     auto frame = skeletons::bind_parameters(sk, P, mo.params);
     skeletons::check_for_run(sk, frame, P);
@@ -607,6 +614,7 @@ int cmd_model(const std::vector<std::string>& args, std::ostream& out) {
     ro.platform_path = platform_path;
     ro.P = P;
     ro.params = mo.params;
+    ro.collectives = mo.collectives;
     replayed = replay_in_child(sk, ro);
   }
   const MachineModel machine = load_machine_model(platform_path, P);
@@ -689,7 +697,7 @@ int cmd_model(const std::vector<std::string>& args, std::ostream& out) {
 }
 
 const char* MKSKEL_USAGE =
-    "usage: mkskel build TRACE... -o OUT.json [--name NAME] [--min-compute-s S] [--strict]\n"
+    "usage: mkskel build TRACE... -o OUT.json [--name NAME] [--min-compute-s S] [--strict] [--no-stack-regions]\n"
     "         TRACE: a mktrace run directory, an OTF2 anchor file (*.otf2) or a SimGrid TI index file;\n"
     "         append ::NAME=VALUE,... to set or override the run's parameters (required for OTF2/TI)\n"
     "       mkskel show SKELETON.json\n"
@@ -740,12 +748,15 @@ int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std:
   std::string output, name;
   double min_compute = 0;
   bool strict = false;
+  bool no_stack_regions = false;
   std::vector<std::string> inputs;
   desc.add_options()("help,h", "this help")
       ("output,o", po::value(&output)->required(), "skeleton JSON to write")
       ("name", po::value(&name), "skeleton name (default: the program's file name)")
       ("min-compute-s", po::value(&min_compute)->default_value(0), "drop compute gaps whose mean is below this in every rank")
       ("strict", po::bool_switch(&strict), "treat ambiguities (models the runs cannot tell apart) as errors")
+      ("no-stack-regions", po::bool_switch(&no_stack_regions),
+       "region blocks only from mktrace.h annotations, not from the call-site stacks")
       ("trace", po::value(&inputs)->composing(), "traced run (positional)");
   po::positional_options_description pos;
   pos.add("trace", -1);
@@ -772,6 +783,7 @@ int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std:
   skeletons::build::BuildOptions bo;
   bo.name = name;
   bo.min_compute_s = min_compute;
+  bo.stack_regions = !no_stack_regions;
   skeletons::build::BuildResult r;
   try {
     r = skeletons::build::build_skeleton(runs, bo);

@@ -770,6 +770,10 @@ struct MachineSyms {
   std::vector<RouteFigures> figures;
   std::vector<std::string> route_users;           // the first label that used each
   GiNaC::exmap values;
+  // Measured collectives: coll_KIND(P, m) symbols by name, their value at the point and their form in P.
+  std::map<std::string, symbol> colls;
+  std::map<std::string, double> coll_m;  // the size each was fitted at
+  GiNaC::exmap coll_at_point, coll_in_P;
 };
 
 class ClassCoster {
@@ -1225,8 +1229,46 @@ class ClassCoster {
   void step(int, const sk::Wait&, std::vector<Item>& items, Exchange& x) { close(x, items); }
   void step(int, const sk::WaitAll&, std::vector<Item>& items, Exchange& x) { close(x, items); }
 
+  /** @brief The measured cost of a collective: the symbol coll_KIND(P, m) (one per kind and size). */
+  ex measured_collective(const sk::Collective& c) {
+    const std::string kind = sk::collective_name(c.kind);
+    const CollectiveTable& table = *opt_.collectives;
+    const double bytes = c.size_bytes.empty() ? 0.0 : c.size_bytes.eval(frame_);
+    const ex m = c.size_bytes.empty() ? ex(0) : tr_(c.size_bytes);
+    std::string name = "coll_" + kind + (c.kind == sk::CollectiveKind::BARRIER ? std::string("(P)") : "(P, " + text_of(m) + ")");
+    for (int k = 2; ms_.colls.count(name) && ms_.coll_m.at(name) != bytes; ++k)  // same text, another size (a loop variable)
+      name = "coll_" + kind + "#" + std::to_string(k) + "(P, " + text_of(m) + ")";
+    if (!ms_.colls.count(name)) {
+      const symbol sym(name, "\\mathrm{coll}_{\\mathrm{" + kind + "}}(P" + (c.kind == sk::CollectiveKind::BARRIER ? "" : ", " + latex_of(m)) + ")");
+      const OverP f = fit_over_P(table, kind, bytes);
+      const ex P = tr_.slots[sk::Skeleton::SLOT_P];
+      ex in_P = numeric(f.a_s) + numeric(f.b_s) * fn::mk_log2(P);
+      if (f.b_s < 0) in_P = fn::mk_max(0, in_P);  // as collective_time: never below 0
+      ms_.colls.emplace(name, sym);
+      ms_.coll_m[name] = bytes;
+      ms_.coll_at_point[sym] = numeric(collective_time(table, kind, opt_.P, bytes));
+      ms_.coll_in_P[sym] = in_P;
+      std::ostringstream o;
+      o << name << " = " << f.a_s << " + " << f.b_s << "*log2(P) s: measured " << kind << " at " << bytes
+        << " bytes, fit over " << f.rank_counts << " rank count(s), max relative error " << f.max_rel_error;
+      notes_.insert(o.str());
+      std::string dbs;
+      for (const auto& f : table.sources) dbs += (dbs.empty() ? "" : ", ") + f;
+      if (!dbs.empty()) notes_.insert("collectives measured in " + dbs);
+      if (!GiNaC::is_exactly_a<numeric>(m))
+        notes_.insert(name + " is fitted at m = " + std::to_string(bytes) + " bytes (this point's value): T(P, ...) keeps that size");
+      if (std::string note = extrapolation_note(table, kind, opt_.P, bytes); !note.empty()) notes_.insert(note);
+    }
+    return ms_.colls.at(name);
+  }
+
   Cost collective_cost(int block, const sk::Collective& c) {
     const std::string& label = label_of(block);
+    if (opt_.collectives && measures(*opt_.collectives, sk::collective_name(c.kind))) {
+      Cost out;
+      out.add(label, "collective", measured_collective(c));
+      return out;
+    }
     const ex P = tr_.slots[sk::Skeleton::SLOT_P];
     const ex m = c.size_bytes.empty() ? ex(0) : tr_(c.size_bytes);
     auto [L, beta] = route(rank_, (rank_ + 1) % std::max(opt_.P, 1), label);
@@ -1509,6 +1551,7 @@ AnalyticModel derive_model(const sk::Skeleton& skel, const MachineModel& m, cons
       GiNaC::exmap all = point_values;
       ms.values[ms.F] = numeric(speed0);
       for (const auto& [k, v] : ms.values) all[k] = v;
+      for (const auto& [k, v] : ms.coll_at_point) all[k] = v;
       const ex total = fixed.total();
       const double value = evaluate(total, all);
       if (best.members.empty() || value > best.value) best = {members, fixed, total, rep, value};
@@ -1523,6 +1566,7 @@ AnalyticModel derive_model(const sk::Skeleton& skel, const MachineModel& m, cons
   for (std::size_t i = 1; i < costs.size(); ++i)
     if (costs[i].value > costs[crit].value) crit = i;
   GiNaC::exmap machine_values = ms.values;
+  for (const auto& [k, v] : ms.coll_in_P) machine_values[k] = v;
   std::vector<ex> distinct;
   for (const auto& c : costs) {
     ex n = c.total.subs(machine_values);
@@ -1555,7 +1599,8 @@ AnalyticModel derive_model(const sk::Skeleton& skel, const MachineModel& m, cons
     out.machine_symbols[name] = GiNaC::ex_to<numeric>(v).to_double();
   }
   GiNaC::exmap all = point_values;
-  for (const auto& [k, v] : machine_values) all[k] = v;
+  for (const auto& [k, v] : ms.values) all[k] = v;
+  for (const auto& [k, v] : ms.coll_at_point) all[k] = v;
   out.value_s = evaluate(cc.total, all);
   for (const auto& [k, v] : cc.cost.parts) {
     ModelTerm t;

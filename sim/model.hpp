@@ -4,6 +4,7 @@
 // expression for fast numeric evaluation.
 #pragma once
 
+#include "sim/collective_table.hpp"
 #include "skeletons/expr.hpp"
 #include "skeletons/skeleton.hpp"
 
@@ -44,6 +45,9 @@ struct ModelOptions {
   int P = 0;                                   ///< the run's ranks: rank classes and routes are resolved here
   std::map<std::string, double> params;        ///< parameter values (others take the skeleton's defaults)
   bool skew = true;                            ///< add the platform's alpha*sqrt(P) to synchronous phases
+  /// Measured collectives (--collectives): a collective of a kind the table measured costs the symbol
+  /// coll_KIND(P, m), its value a + b*log2(P) fitted at m's value at this point; other kinds keep their rounds.
+  std::shared_ptr<const CollectiveTable> collectives = nullptr;
 };
 
 /** @brief One term of the breakdown: the time a phase label (or serial compute) adds on the critical class. */

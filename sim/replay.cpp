@@ -21,6 +21,7 @@
 #include <deque>
 #include <fstream>
 #include <map>
+#include <set>
 #include <memory>
 #include <sstream>
 #include <unordered_map>
@@ -98,6 +99,7 @@ struct RankState {
   std::vector<TransferJob> jobs;  // transfer sides to post from this rank's host, served before it blocks
   bool sleeping = false;          // in an interruptible sleep (compute, overheads)
   bool completed = false;         // the actor reached its end (not killed by SimGrid)
+  const char* in_measured = nullptr;  // waiting for the others in this measured collective
   double ahead = 0;               // local work done but not yet slept: the rank's time is clock + ahead
   double agg = 1;                 // what-if aggregation: multiplier of message sizes and compute in aggregated loops
   // Diagnosis: waits of the current MPI block by the peer waited for and by kind, flushed by account().
@@ -526,11 +528,58 @@ class ReplayContext final : public P2PLayer {
     size *= rs.agg;
     int root = checked_rank(r, b.index, c.root);
     int seq = rs.coll_seq++ & 0x3fffffff;
+    if (measured_ && measures(*measured_, collective_name(c.kind))) {
+      exec_measured(r, b, c, size, seq, t0);
+      return;
+    }
     CollAcc acc;
     std::uint64_t sent_before = rs.times.bytes_sent;
     run_collective(*this, c.kind, r, P_, root, size, seq, b.index, acc);
     block_bytes_[b.index] += static_cast<double>(rs.times.bytes_sent - sent_before);
     account(r, b.index, t0, Split{acc.comm, acc.wait}, collective_name(c.kind));
+  }
+
+  /** @brief A collective costed from the measured table: the ranks wait for the last one to arrive (a
+   *  rendezvous on the collective's sequence number), then each spends the measured t(P, bytes). */
+  void exec_measured(int r, const Block& b, const Collective& c, double size, int seq, double t0) {
+    RankState& rs = ranks_[r];
+    const char* kind = collective_name(c.kind);
+    const double t = collective_time(*measured_, kind, P_, size);
+    if (std::string note = extrapolation_note(*measured_, kind, P_, size); !note.empty()) measured_notes_.insert(note);
+    check_abort();
+    sync(r);  // arrive at the rank's own time
+    check_abort();
+    Gathering& gth = gatherings_[seq];
+    gth.arrived++;
+    if (gth.arrived == P_) {
+      gth.complete = true;
+      for (int w : gth.waiting) wake(w);
+      gth.waiting.clear();
+    } else {
+      gth.waiting.push_back(r);
+      while (!gth.complete) {
+        serve_jobs(r);
+        if (gth.complete) break;
+        rs.blocked = true;
+        rs.waiting_for = nullptr;
+        rs.in_measured = kind;
+        --active_;
+        check_deadlock();
+        check_abort();
+        rs.sem->acquire();
+        if (rs.blocked) {  // a release left over from an interrupted sleep: count ourselves back
+          rs.blocked = false;
+          ++active_;
+        }
+        check_abort();
+      }
+      rs.in_measured = nullptr;
+    }
+    if (++gth.left == P_) gatherings_.erase(seq);
+    const double wait = now(r) - t0;  // everyone leaves when the last one arrived
+    rs.ahead += t;
+    if (stats_ && wait > 0) rs.wait_collective += wait;
+    account(r, b.index, t0, Split{t, wait}, kind);
   }
 
   // ---- point-to-point core ----
@@ -824,6 +873,10 @@ class ReplayContext final : public P2PLayer {
       }
       const Request* q = ranks_[r].waiting_for;
       msg << "\n  rank " << r << ": ";
+      if (!q && ranks_[r].in_measured) {
+        msg << "in a measured " << ranks_[r].in_measured << " waiting for the other ranks";
+        continue;
+      }
       if (!q) {
         msg << "waiting";
         continue;
@@ -894,6 +947,21 @@ class ReplayContext final : public P2PLayer {
     return buf;
   }
 
+  /** @brief One measured collective under way: who has arrived, who waits, who has left. */
+  struct Gathering {
+    int arrived = 0, left = 0;
+    bool complete = false;
+    std::vector<int> waiting;
+  };
+
+ public:
+  void set_measured(const CollectiveTable* t) { measured_ = t; }
+  const std::set<std::string>& measured_notes() const { return measured_notes_; }
+
+ private:
+  const CollectiveTable* measured_ = nullptr;
+  std::map<int, Gathering> gatherings_;
+  std::set<std::string> measured_notes_;
   const Skeleton& sk_;
   MachineParams m_;
   int P_;
@@ -1019,6 +1087,7 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
 
   ReplayContext ctx(sk, machine, hosts, opt.P, frame, opt.seed, !opt.timeline_csv.empty());
   ctx.configure_diagnosis(opt.block_stats, opt.what_ifs);
+  ctx.set_measured(opt.collectives.get());
   // Transfer ends come from the network model itself, so no rank waits on a SimGrid comm (a comm waited by
   // two actors leaks a CPU action in SimGrid 3.32, and one wait simcall per message is saved). NetworkAction
   // is not in SimGrid's public headers; it derives from kernel::resource::Action alone, which is all we read.
@@ -1049,6 +1118,20 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
   a.emplace_back("machine.skew_alpha_s", num(machine.skew_alpha_s));
   if (machine.eager_per_byte_s != 0) a.emplace_back("machine.eager_per_byte_s", num(machine.eager_per_byte_s));
   if (machine.rendezvous_handshake_s != 0) a.emplace_back("machine.rendezvous_handshake_s", num(machine.rendezvous_handshake_s));
+  if (opt.collectives) {
+    std::string dbs;
+    for (const auto& f : opt.collectives->sources) dbs += (dbs.empty() ? "" : ",") + f;
+    a.emplace_back("collectives.databases", dbs);
+    std::string fit;
+    for (const auto& d : describe(*opt.collectives)) fit += (fit.empty() ? "" : "; ") + d;
+    a.emplace_back("collectives.measured", fit);
+    std::string notes;
+    for (const auto& n : ctx.measured_notes()) {
+      notes += (notes.empty() ? "" : "; ") + n;
+      if (opt.warnings) *opt.warnings << "mksim: note: " << n << "\n";
+    }
+    if (!notes.empty()) a.emplace_back("collectives.extrapolated", notes);
+  }
   a.emplace_back("P", std::to_string(opt.P));
   a.emplace_back("seed", std::to_string(opt.seed));
   for (const auto& p : sk.params) a.emplace_back("param." + p.name, num(frame[sk.symbols.find(p.name)]));

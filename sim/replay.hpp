@@ -2,10 +2,12 @@
 #pragma once
 
 #include "results/run_result.hpp"
+#include "sim/collective_table.hpp"
 #include "skeletons/skeleton.hpp"
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -37,6 +39,9 @@ struct ReplayOptions {
   std::ostream* warnings = nullptr;          ///< where to say what may degrade the run (memory limits), or none
   bool block_stats = false;                  ///< fill RunResult::block_stats and phase_stats (diagnosis)
   std::vector<WhatIf> what_ifs;              ///< program changes applied while replaying (none: the program as written)
+  /// Measured collectives (--collectives): a collective of a kind the table measured synchronises its ranks
+  /// (it starts when the last one arrives) and then takes t(P, bytes) on each; other kinds keep their algorithm.
+  std::shared_ptr<const CollectiveTable> collectives = nullptr;
 };
 
 /** @brief The skeleton deadlocked at the requested P: what() lists blocked ranks and what each waits for. */

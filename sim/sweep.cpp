@@ -156,6 +156,7 @@ int replay_child(int fd, const skeletons::Skeleton& skeleton, const SweepOptions
     ro.P = point.P;
     ro.params = param_map(opt.grid, point);
     ro.seed = opt.seed;
+    ro.collectives = opt.collectives;
     const results::RunResult r = replay(skeleton, ro);
     const results::RankTimes& critical = r.ranks.at(static_cast<std::size_t>(r.critical_rank));
     rec.value.status = "ok";
@@ -201,6 +202,7 @@ int model_child(int fd, const skeletons::Skeleton& skeleton, const SweepOptions&
         mo.P = point.P;
         mo.params = param_map(opt.grid, point);
         mo.skew = opt.skew;
+        mo.collectives = opt.collectives;
         const AnalyticModel m = derive_model(skeleton, machine, mo);
         double compute = 0;
         for (const ModelTerm& t : m.terms)
@@ -517,6 +519,13 @@ SweepSummary run_sweep(const skeletons::Skeleton& skeleton, const SweepOptions& 
     a.emplace_back("mode", opt.replay && opt.model ? "both" : opt.replay ? "replay" : "model");
     a.emplace_back("seed", std::to_string(opt.seed));
     a.emplace_back("skew", opt.skew ? "1" : "0");
+    if (opt.collectives) {
+      std::string dbs, fit;
+      for (const auto& f : opt.collectives->sources) dbs += (dbs.empty() ? "" : ",") + f;
+      for (const auto& d : describe(*opt.collectives)) fit += (fit.empty() ? "" : "; ") + d;
+      a.emplace_back("collectives.databases", dbs);
+      a.emplace_back("collectives.measured", fit);
+    }
     a.emplace_back("tool", std::string("mksim ") + MKSIM_VERSION);
     a.emplace_back("command", opt.command);
     std::sort(a.begin(), a.end());

@@ -5,11 +5,14 @@
 // atomically (results/sweep_table.hpp).
 #pragma once
 
+#include "sim/collective_table.hpp"
+
 #include "results/sweep_table.hpp"
 #include "skeletons/skeleton.hpp"
 
 #include <cstdint>
 #include <ostream>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +74,7 @@ struct SweepOptions {
   Launcher launcher;              ///< detect_launcher() for a distributed sweep
   std::ostream* progress = nullptr;  ///< where progress and notes go (stderr), or none
   bool progress_bar = false;         ///< redraw a bar (a terminal) rather than stay quiet
+  std::shared_ptr<const CollectiveTable> collectives = nullptr;  ///< measured collectives (--collectives) for both methods
 };
 
 /** @brief What a sweep did. */

@@ -1,10 +1,14 @@
 // Measured collective costs from mkcalib databases: log-log in size, a + b*log2(P) over the rank counts.
-#include "calibration/collective_table.hpp"
+#include "sim/collective_table.hpp"
+
+#include <cstdio>
+#include <set>
+#include <sstream>
 
 #include <algorithm>
 #include <cmath>
 
-namespace mksim::calibration {
+namespace mksim::sim {
 
 CollectiveTable collective_table(const std::vector<results::CalibDb>& dbs, const std::vector<std::string>& names) {
   CollectiveTable t;
@@ -79,4 +83,88 @@ double collective_time(const CollectiveTable& t, const std::string& kind, int P,
   return std::max(0.0, f.a_s + f.b_s * std::log2(static_cast<double>(std::max(P, 1))));
 }
 
-}  // namespace mksim::calibration
+namespace {
+const std::vector<std::string> KINDS = {"barrier", "bcast", "reduce", "allreduce", "allgather", "alltoall", "gather", "scatter"};
+
+std::string g(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+}  // namespace
+
+CollectiveTable load_collective_table(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const std::string& item : paths) {
+    std::size_t start = 0;
+    while (start <= item.size()) {
+      const auto comma = item.find(',', start);
+      const std::string f = item.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!f.empty()) files.push_back(f);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  if (files.empty()) throw CollectiveTableError("--collectives: no database given");
+  std::vector<results::CalibDb> dbs;
+  for (const std::string& f : files) {
+    try {
+      dbs.push_back(results::read_calib_db(f));
+    } catch (const std::exception& e) {
+      throw CollectiveTableError(f + ": cannot read the collective database: " + e.what());
+    }
+  }
+  CollectiveTable t;
+  try {
+    t = collective_table(dbs, KINDS);
+  } catch (const CollectiveTableError& e) {
+    std::string list;
+    for (const auto& f : files) list += (list.empty() ? "" : ", ") + f;
+    throw CollectiveTableError(list + ": " + e.what());
+  }
+  t.sources = files;
+  return t;
+}
+
+bool measures(const CollectiveTable& t, const std::string& kind) {
+  const auto it = t.points.find(kind);
+  return it != t.points.end() && !it->second.empty();
+}
+
+std::string extrapolation_note(const CollectiveTable& t, const std::string& kind, int P, double bytes) {
+  const auto& by_np = t.points.at(kind);
+  const int lo_np = by_np.begin()->first, hi_np = by_np.rbegin()->first;
+  double lo_b = 1e300, hi_b = -1;
+  for (const auto& [np, pts] : by_np)
+    for (const auto& [size, time] : pts) lo_b = std::min(lo_b, size), hi_b = std::max(hi_b, size);
+  std::string out;
+  if (P < lo_np || P > hi_np)
+    out = "P=" + std::to_string(P) + " is outside the measured rank counts " + std::to_string(lo_np) + ".." + std::to_string(hi_np) +
+          " (a + b*log2(P) extrapolated)";
+  if (kind != "barrier" && (bytes < lo_b || bytes > hi_b))
+    out += std::string(out.empty() ? "" : "; ") + g(bytes) + " bytes is outside the measured sizes " + g(lo_b) + ".." + g(hi_b) +
+           " (end segment extended in log-log)";
+  return out.empty() ? out : "measured " + kind + ": " + out;
+}
+
+std::vector<std::string> describe(const CollectiveTable& t) {
+  std::vector<std::string> out;
+  for (const auto& [kind, by_np] : t.points) {
+    if (by_np.empty()) continue;
+    std::set<double> sizes;
+    std::string nps;
+    for (const auto& [np, pts] : by_np) {
+      nps += (nps.empty() ? "" : ",") + std::to_string(np);
+      for (const auto& p : pts) sizes.insert(p.first);
+    }
+    double err = 0;
+    for (double s : sizes) err = std::max(err, fit_over_P(t, kind, s).max_rel_error);
+    std::ostringstream o;
+    o << kind << ": np " << nps << ", sizes " << g(*sizes.begin()) << ".." << g(*sizes.rbegin()) << " B, fit error over P <= "
+      << g(100 * err) << "%";
+    out.push_back(o.str());
+  }
+  return out;
+}
+
+}  // namespace mksim::sim
