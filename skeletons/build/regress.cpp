@@ -1141,15 +1141,22 @@ class LeastSquares {
     return (rss / static_cast<double>(n - h.c)) / (tss_ / static_cast<double>(n - 1));
   }
 
-  /** Coefficients of the full fit (unscaled, per column of h), by Eigen's column-pivoting QR. */
-  std::optional<std::vector<double>> fit(const Hyp& h) const {
+  /** The weighted, column-scaled least-squares system A beta = b of hypothesis h over all points. */
+  void weighted_system(const Hyp& h, Eigen::MatrixXd& A, Eigen::VectorXd& b) const {
     const std::size_t n = d_.points.size();
-    Eigen::MatrixXd A(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(h.c));
-    Eigen::VectorXd b(static_cast<Eigen::Index>(n));
+    A.resize(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(h.c));
+    b.resize(static_cast<Eigen::Index>(n));
     for (std::size_t i = 0; i < n; ++i) {
       for (std::size_t j = 0; j < h.c; ++j) A(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = Z_[i * T_ + h.col[j]];
       b(static_cast<Eigen::Index>(i)) = wy_[i];
     }
+  }
+
+  /** Coefficients of the full fit (unscaled, per column of h), by Eigen's column-pivoting QR. */
+  std::optional<std::vector<double>> fit(const Hyp& h) const {
+    Eigen::MatrixXd A;
+    Eigen::VectorXd b;
+    weighted_system(h, A, b);
     Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(A);
     if (qr.rank() < static_cast<Eigen::Index>(h.c)) return std::nullopt;
     Eigen::VectorXd beta = qr.solve(b);
@@ -1163,12 +1170,9 @@ class LeastSquares {
   std::vector<double> t_values(const Hyp& h) const {
     const std::size_t n = d_.points.size();
     if (n <= h.c) return {};
-    Eigen::MatrixXd A(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(h.c));
-    Eigen::VectorXd b(static_cast<Eigen::Index>(n));
-    for (std::size_t i = 0; i < n; ++i) {
-      for (std::size_t j = 0; j < h.c; ++j) A(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = Z_[i * T_ + h.col[j]];
-      b(static_cast<Eigen::Index>(i)) = wy_[i];
-    }
+    Eigen::MatrixXd A;
+    Eigen::VectorXd b;
+    weighted_system(h, A, b);
     Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(A);
     if (qr.rank() < static_cast<Eigen::Index>(h.c)) return {};
     const Eigen::VectorXd beta = qr.solve(b);
