@@ -284,7 +284,9 @@ TEST(Sweep, ConfigFileAndForeignTables) {
 TEST(Sweep, ResumesAfterAKillWithTheSameTable) {
   const fs::path dir = tmpdir("resume");
   const fs::path out = dir / "r.h5", clean = dir / "clean.h5";
-  const std::string grid = " --platform paragon --P 16..128:x2 --param steps=20,40 -j 1 -q --skeleton " + SRC +
+  // 15 points, about 2.5 s here: after the second result more than a second of work remains, so a loaded machine that
+  // wakes the poller late still kills the sweep halfway (8 points of 0.06 s had let it finish first under a busy CI).
+  const std::string grid = " --platform paragon --P 16..256:x2 --param steps=20,40,80 -j 1 -q --skeleton " + SRC +
                            "/skeletons/examples/atm2d.json";
   ASSERT_EQ(shell(MKSIM + " sweep" + grid + " -o " + clean.string()).first, 0);
   const pid_t pid = ::fork();
@@ -292,15 +294,15 @@ TEST(Sweep, ResumesAfterAKillWithTheSameTable) {
     const int null = ::open("/dev/null", O_WRONLY);
     ::dup2(null, STDOUT_FILENO);
     const std::string sk = SRC + "/skeletons/examples/atm2d.json", o = out.string();
-    ::execl(MKSIM.c_str(), "mksim", "sweep", "--platform", "paragon", "--P", "16..128:x2", "--param", "steps=20,40", "-j", "1",
+    ::execl(MKSIM.c_str(), "mksim", "sweep", "--platform", "paragon", "--P", "16..256:x2", "--param", "steps=20,40,80", "-j", "1",
             "-q", "--skeleton", sk.c_str(), "-o", o.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   // Wait for the second result in the journal (header + 2 lines), then kill the whole sweep.
   const fs::path journal = dir / "r.h5.sweep" / "journal-local.jsonl";
   bool seen = false;
-  for (int i = 0; i < 600 && !seen; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < 3000 && !seen; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
     std::ifstream in(journal);
     int lines = 0;
     for (std::string l; std::getline(in, l);) ++lines;
