@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <cstdio>
 #include <csignal>
 #include <cstring>
 #include <string>
@@ -69,6 +70,9 @@ Child start_child(const std::function<int(int fd)>& work, const std::string& wha
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error(what + ": cannot create a pipe: " + std::strerror(errno));
   const pid_t parent = getpid();
+  // Whatever the parent's stdio buffers hold would otherwise be written once more by every child that flushes
+  // them (SimGrid's exit does): `mkcalib validate | cat` printed its fit report once per replayed run.
+  std::fflush(nullptr);
   const pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);

@@ -1,5 +1,6 @@
 // Replay on real SimGrid simulations, against closed forms where the simulation must be exact
 // (CM02 model, no contention). Each TEST runs in its own process: one SimGrid engine each.
+#include "sim/isolate.hpp"
 #include "sim/replay.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/expand.hpp"
@@ -391,4 +392,40 @@ TEST(ReplayV2, SampledComputeKeepsItsMeanAndIsReproducible) {
   double finish = 0, compute = 0;
   while (in >> finish >> compute) got += compute;
   EXPECT_NEAR(got, expected, 5 * std::sqrt(variance));
+}
+
+// A replay in a child process must not write the parent's unflushed stdout a second time: `mkcalib validate`
+// used as a library printed its report once per replayed run when stdout was a pipe.
+TEST(ReplayInChild, DoesNotRepeatWhatTheParentHadNotFlushed) {
+  int fd[2];
+  ASSERT_EQ(pipe(fd), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    dup2(fd[1], STDOUT_FILENO);  // a pipe: stdout is fully buffered
+    std::printf("marker\n");
+    mksim::sim::ReplayOptions ro;
+    ro.platform_path = std::string(MKSIM_SOURCE_DIR) + "/platforms/paragon.xml";
+    ro.P = 4;
+    int code = 0;
+    try {
+      for (int i = 0; i < 2; ++i)
+        mksim::sim::replay_in_child(mksim::skeletons::load_skeleton(std::string(MKSIM_SOURCE_DIR) + "/skeletons/examples/atm2d.json"), ro);
+    } catch (...) {
+      code = 3;
+    }
+    std::exit(code);  // flushes "marker" here, once
+  }
+  close(fd[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  close(fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  std::size_t count = 0;
+  for (std::size_t at = text.find("marker"); at != std::string::npos; at = text.find("marker", at + 1)) ++count;
+  EXPECT_EQ(count, 1u) << text;
 }
