@@ -338,7 +338,7 @@ FitState run_fit(const BaseMachine& b, const skeletons::Skeleton& sk, const std:
       if (j <= 1) {
         theta[static_cast<std::size_t>(j)] = base[static_cast<std::size_t>(j)];
         fix(j, "the runs call for a negative time per " + std::string(j == 0 ? "flop" : "byte") + " (" + fmt("%.3g", neg) +
-                   "): they cannot determine it; base value kept");
+                   "): they cannot determine it; base value kept" + (j == 1 ? " (a database of `mkcalib bench` measures it: --db)" : ""));
       } else {
         theta[static_cast<std::size_t>(j)] = 0;
         fix(j, "the runs call for a negative value (" + fmt("%.3g", neg) + " s): held at its bound 0");
@@ -810,10 +810,13 @@ FitResult fit_platform(const FitRequest& req, std::ostream* log) {
 
 std::string format_fit_report(const FitResult& res, const std::vector<std::string>& cols) {
   std::ostringstream o;
-  o << "figure     value            base             status    source\n";
+  // The name column is as wide as the longest name ("eager_per_byte" had pushed its row out of line).
+  int w = 6;
+  for (const auto& p : res.params) w = std::max(w, static_cast<int>(std::string(fit_param_name(p.param)).size()));
+  o << "figure" << std::string(static_cast<std::size_t>(w - 6), ' ') << " value            base             status    source\n";
   for (const auto& p : res.params) {
-    char line[160];
-    std::snprintf(line, sizeof line, "%-10s %-16s %-16s %-9s ", fit_param_name(p.param),
+    char line[200];
+    std::snprintf(line, sizeof line, "%-*s %-16s %-16s %-9s ", w, fit_param_name(p.param),
                   (fmt("%.6g", p.value) + " " + unit_of(p.param)).c_str(), (fmt("%.6g", p.base_value) + " " + unit_of(p.param)).c_str(),
                   p.status.c_str());
     o << line << p.figure << ": " << p.why << "\n";
@@ -910,7 +913,7 @@ std::string format_validation(const std::vector<ValidationRow>& rows, const std:
     std::snprintf(b, sizeof b, "%7d", r.run.P);
     o << b;
     for (const auto& c : cols) {
-      std::snprintf(b, sizeof b, " %12.6g", r.run.params.at(c));
+      std::snprintf(b, sizeof b, " %12.10g", r.run.params.at(c));  // N = 1048576 in full, not 1.04858e+06
       o << b;
     }
     const double er = rel_error(r.replay_s, r.run.time_s), em = rel_error(r.model_s, r.run.time_s);
