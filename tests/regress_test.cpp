@@ -158,6 +158,23 @@ TEST(Regress, RingPeerWrapsModuloP) {
   EXPECT_EQ(eval(f.expr, {{"P", 1024}, {"N", 64}, {"K", 1}, {"rank", 0}}), 1023);
 }
 
+// With P = 2 among the runs, rank - 1 and rank + 1 are the same rank there: the offsets normalised to (-P/2, P/2]
+// read +1, -1, -1 for P = 2, 4, 8, which 3 - 2*2^floor(log2(P)/2) reproduces (rank - 5 at P = 16). The simplest
+// normalisation wins: a constant -1.
+TEST(Regress, RingPeerWithATwoRankRunIsTheSimplestOffset) {
+  std::vector<Sample> samples;
+  for (double P : {2, 4, 8})
+    for (double r = 0; r < P; ++r)
+      samples.push_back({{{"P", P}, {"N", 64}, {"K", 1}, {"rank", r}}, std::fmod(r + P - 1, P), "p" + std::to_string(int(P))});
+  FitOptions o;
+  o.integer = true;
+  o.allow_rank = true;
+  Fit f = fit_quantity(samples, PARAMS, o);
+  EXPECT_TRUE(f.exact) << f.expr;
+  EXPECT_EQ(f.expr, "(rank - 1) % P");
+  EXPECT_EQ(eval(f.expr, {{"P", 16}, {"N", 64}, {"K", 1}, {"rank", 0}}), 15);
+}
+
 TEST(Regress, LoopCountNOverK) {
   std::vector<Sample> samples;
   for (double P : {2, 4})

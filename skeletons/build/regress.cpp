@@ -1421,6 +1421,11 @@ std::optional<Outcome> fit_exact_modular(const Data& d, const Probes& pr, const 
   if (!d.has_rank || !d.varies.back()) return std::nullopt;
   for (const Point& p : d.points)
     if (!integral(p.y) || p.y < 0 || p.y >= p.x[0]) return std::nullopt;
+  // Each normalisation of delta gets its models; the simplest wins, the earlier normalisation on a tie. (At P = 2
+  // the offsets +1 and -1 are the same rank: first-found would turn a ring's -1 into 3 - 2*2^floor(log2(P)/2), which
+  // fits P = 2, 4, 8 and is rank - 5 at P = 16.)
+  std::optional<Outcome> best;
+  double best_complexity = 0;
   for (int norm = 0; norm < 3; ++norm) {
     Data dd = d;
     dd.mean_abs = 0;
@@ -1436,6 +1441,8 @@ std::optional<Outcome> fit_exact_modular(const Data& d, const Probes& pr, const 
     const ExactSpace sp = exact_space(dd, pr, false);
     std::vector<ExactModel> models = exact_models(dd, sp, o.max_terms);
     if (models.empty()) continue;
+    const double complexity = static_cast<double>(models.front().complexity());
+    if (best && complexity >= best_complexity) continue;
     auto wrap = [&](Candidate& c) {
       const bool minus = c.text.size() > 1 && c.text[0] == '-' && !has_sum(c.text.substr(1));
       c.text = minus ? "(rank - " + c.text.substr(1) + ") % P" : "(rank + " + c.text + ") % P";
@@ -1447,9 +1454,10 @@ std::optional<Outcome> fit_exact_modular(const Data& d, const Probes& pr, const 
     };
     Outcome out = exact_outcome(d, dd, pr, sp, models, wrap);
     out.notes.back() += ", for the offset from rank modulo P";
-    return out;
+    best = std::move(out);
+    best_complexity = complexity;
   }
-  return std::nullopt;
+  return best;
 }
 
 Outcome fit_least_squares(const Data& d, const Probes& pr, const FitOptions& o) {
