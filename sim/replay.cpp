@@ -84,6 +84,7 @@ struct RankState {
   sg4::Host* host = nullptr;
   std::vector<double> frame;
   skeletons::RankRng rng;
+  skeletons::CoinTosses coins;    // shared coins of prob branches (format v2 `coin`)
   std::deque<ReqPtr> posted;      // receives waiting for a message
   std::deque<ReqPtr> unexpected;  // messages (eager) or rendezvous sends waiting for a receive
   std::vector<ReqPtr> outstanding;
@@ -128,6 +129,7 @@ class ReplayContext final : public P2PLayer {
       rs.frame = base_frame;
       bind_rank(sk_, rs.frame, r);
       rs.rng = skeletons::RankRng(seed, r);
+      rs.coins = skeletons::CoinTosses(seed, sk_.coins);
       rs.named.resize(sk_.request_slots);
     }
     block_exec_.assign(sk_.blocks.size(), 0);
@@ -420,7 +422,15 @@ class ReplayContext final : public P2PLayer {
     } else {
       double p = br.probability.eval(rs.frame);
       if (!(p >= 0 && p <= 1)) throw ReplayError(where(r, b.index) + "probability " + fmt(p) + " is not in [0,1]");
-      taken = rs.rng.uniform() < p;
+      if (br.coin >= 0) {  // the shared coin of rank coin_rank: the same toss as its partner's branch
+        const double of = br.coin_rank.eval(rs.frame);
+        if (!(of >= 0 && of < P_) || of != std::floor(of))
+          throw ReplayError(where(r, b.index) + "coin_rank \"" + br.coin_rank.text() + "\" = " + fmt(of) + " is not a rank in [0, " +
+                            std::to_string(P_) + ")");
+        taken = rs.coins.toss(br.coin, static_cast<int>(of)) < p;
+      } else {
+        taken = rs.rng.uniform() < p;
+      }
     }
     run_body(r, taken ? br.then_body : br.else_body);
   }

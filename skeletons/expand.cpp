@@ -17,6 +17,7 @@ struct Expander {
   std::vector<double>& frame;
   int rank;
   RankRng rng;
+  CoinTosses coins;
   std::size_t limit;
   std::vector<ExpandedOp> out;
 
@@ -47,8 +48,21 @@ struct Expander {
 
   void exec(int, const Region& r) { body(r.body); }
 
-  void exec(int, const Branch& br) {
-    const bool taken = br.condition ? br.condition->eval(frame) != 0 : rng.uniform() < br.probability.eval(frame);
+  void exec(int block, const Branch& br) {
+    bool taken;
+    if (br.condition) {
+      taken = br.condition->eval(frame) != 0;
+    } else if (br.coin >= 0) {  // the shared coin of rank coin_rank: the same toss as its partner's branch
+      const double of = br.coin_rank.eval(frame), P = frame[Skeleton::SLOT_P];
+      if (!(of >= 0 && of < P) || of != std::floor(of)) {
+        std::ostringstream v;
+        v << of;
+        fail(block, "coin_rank \"" + br.coin_rank.text() + "\" = " + v.str() + " is not a rank");
+      }
+      taken = coins.toss(br.coin, static_cast<int>(of)) < br.probability.eval(frame);
+    } else {
+      taken = rng.uniform() < br.probability.eval(frame);
+    }
     body(taken ? br.then_body : br.else_body);
   }
 
@@ -115,7 +129,7 @@ std::vector<ExpandedOp> expand_rank(const Skeleton& skeleton, std::vector<double
   const int g = select_group(skeleton, frame);
   if (g < 0)
     throw SkeletonError(skeleton.file, "/programs", "no rank group matches rank " + std::to_string(rank));
-  Expander e{skeleton, frame, rank, RankRng(seed, rank), limit, {}};
+  Expander e{skeleton, frame, rank, RankRng(seed, rank), CoinTosses(seed, skeleton.coins), limit, {}};
   e.body(skeleton.groups[static_cast<std::size_t>(g)].body);
   return std::move(e.out);
 }

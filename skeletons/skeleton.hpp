@@ -26,6 +26,12 @@ struct Loop {
 struct Branch {
   std::optional<Expr> condition;  ///< set when the branch is a condition
   Expr probability;               ///< used when condition is empty: taken with this probability
+  /** @brief Format v2 `coin`: index into Skeleton::coins, or -1. A probabilistic branch with a coin draws from
+   *  the coin's stream of rank `coin_rank` (default: the rank itself) instead of its own rank's stream: the
+   *  k-th time rank r reads coin C of rank q = coin_rank(r) it gets q's k-th toss, uniform(seed, C, q, k). A branch that sends and the branch
+   *  of its partner that receives share a coin (the receiver tossing its sender's), so their messages pair. */
+  int coin = -1;
+  Expr coin_rank;
   Body then_body;
   Body else_body;
 };
@@ -152,6 +158,7 @@ struct Skeleton {
   SymbolTable symbols;
   int request_slots = 0;                  ///< number of distinct request names
   std::vector<std::string> request_names; ///< indexed by request slot
+  std::vector<std::string> coins;         ///< names of the shared coins of `prob` branches (format v2), by index
   std::uint64_t hash = 0;                 ///< FNV-1a of the file's bytes, for provenance
 };
 

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -345,11 +346,23 @@ class Reader {
       }
       b.op = std::move(l);
     } else if (op == "if") {
-      check_keys(common({"cond", "prob", "then", "else"}));
+      check_keys(common({"cond", "prob", "coin", "coin_rank", "then", "else"}));
       Branch br;
       if (j.contains("cond") == j.contains("prob")) fail(at, "op \"if\" needs exactly one of \"cond\" or \"prob\"");
       if (j.contains("cond")) br.condition = expr(j["cond"], at + "/cond");
       else br.probability = expr(j["prob"], at + "/prob");
+      if (j.contains("coin")) {
+        need_version2(at + "/coin", "\"coin\"");
+        if (!j.contains("prob")) fail(at + "/coin", "a coin is tossed by a \"prob\" branch only");
+        const std::string name = opt_string(j, "coin", "", at);
+        if (name.empty()) fail(at + "/coin", "a coin needs a name");
+        const auto known = std::find(sk_.coins.begin(), sk_.coins.end(), name);
+        br.coin = static_cast<int>(known - sk_.coins.begin());
+        if (known == sk_.coins.end()) sk_.coins.push_back(name);
+        br.coin_rank = expr(j.contains("coin_rank") ? j["coin_rank"] : Json("rank"), at + "/coin_rank");
+      } else if (j.contains("coin_rank")) {
+        fail(at + "/coin_rank", "\"coin_rank\" without \"coin\"");
+      }
       br.then_body = read_body(need("then"), at + "/then", phase);
       if (j.contains("else")) br.else_body = read_body(j["else"], at + "/else", phase);
       b.op = std::move(br);
@@ -536,6 +549,7 @@ void check_body(const Skeleton& sk, const Body& body, std::vector<double>& frame
             } else {
               double p = op.probability.eval(frame);
               if (!(p >= 0 && p <= 1)) bad(b, "probability \"" + op.probability.text() + "\" = " + fmt(p) + " is not in [0, 1]");
+              if (op.coin >= 0) check_rank(b, op.coin_rank, "coin_rank");
               check_body(sk, op.then_body, frame, P, rank);
               check_body(sk, op.else_body, frame, P, rank);
             }

@@ -89,6 +89,7 @@ json sample_value(const std::string& field) {
   if (field == "size") return 8;
   if (field == "name") return "solve";
   if (field == "dist") return {{"type", "normal"}, {"cv", 0.1}};
+  if (field == "coin") return "c";
   return 1;  // count, cond, seconds, flops, peer, tag, root
 }
 
@@ -222,6 +223,22 @@ void check_schema_fields(const std::string& schema, int version, const std::vect
         if (is_alternative) continue;
         json more = block;
         more[f] = sample_value(f);
+        // a field that needs others (dependentRequired: coin needs prob, coin_rank needs coin) gets them, unless
+        // one is the other alternative (coin on a cond branch is an error, in the schema and the reader alike)
+        bool other_alternative = false;
+        for (std::string g = f; d.contains("dependentRequired") && d.at("dependentRequired").contains(g);) {
+          const std::string dep = d.at("dependentRequired").at(g).at(0).get<std::string>();
+          if (!more.contains(dep)) {
+            for (const auto& a : alternatives)
+              other_alternative = other_alternative || std::find(a.begin(), a.end(), dep) != a.end();
+            more[dep] = sample_value(dep);
+          }
+          g = dep;
+        }
+        if (other_alternative) {
+          EXPECT_FALSE(reader_accepts(with(more))) << "reader accepts " << more.dump();
+          continue;
+        }
         EXPECT_TRUE(reader_accepts(with(more), &why)) << more.dump() << ": " << why;
       }
       // Any other field is an error.

@@ -429,3 +429,52 @@ TEST(ReplayInChild, DoesNotRepeatWhatTheParentHadNotFlushed) {
   for (std::size_t at = text.find("marker"); at != std::string::npos; at = text.find("marker", at + 1)) ++count;
   EXPECT_EQ(count, 1u) << text;
 }
+
+// ---- shared coins: the data-dependent messages of coin_ring (skeletons/apps/coin_ring.c) ----
+
+namespace {
+// Every step each rank sends an extra message to its right neighbour when its coin falls and receives one from
+// its left neighbour when the left one's coin fell. With "coin" both sides read the same toss; without it each
+// rank draws its own and the messages do not pair.
+std::string coin_ring(bool shared) {
+  const std::string send_coin = shared ? R"("coin":"extra",)" : "";
+  const std::string recv_coin = shared ? R"("coin":"extra","coin_rank":"(rank + P - 1) % P",)" : "";
+  return R"J("params":{"steps":100},"body":[{"op":"loop","count":"steps","body":[
+    {"op":"if","prob":0.3,)J" + send_coin + R"J("then":[{"op":"send","peer":"(rank + 1) % P","size":64,"tag":2}]},
+    {"op":"if","prob":0.3,)J" + recv_coin + R"J("then":[{"op":"recv","peer":"(rank + P - 1) % P","size":64,"tag":2}]},
+    {"op":"compute","seconds":1e-5}]}]})J";
+}
+}  // namespace
+
+TEST(ReplayV2, SharedCoinsPairTheMessagesOfDataDependentBranches) {
+  auto s = sk2(coin_ring(true));
+  const int P = 8;
+  const auto res = run(s, P, {}, 0, 3);
+  EXPECT_GT(res.predicted_time_s, 100 * 1e-5);
+  // what replay ran is what expansion says: per rank, sends to the right = receives of the right neighbour
+  const auto frame = skeletons::bind_parameters(s, P, {});
+  std::vector<int> sends(P), recvs(P);
+  for (int r = 0; r < P; ++r)
+    for (const auto& op : skeletons::expand_rank(s, frame, r, 3)) {
+      sends[r] += op.kind == skeletons::ExpandedOp::Kind::SEND;
+      recvs[r] += op.kind == skeletons::ExpandedOp::Kind::RECV;
+    }
+  int total = 0;
+  for (int r = 0; r < P; ++r) {
+    EXPECT_EQ(recvs[(r + 1) % P], sends[r]) << "rank " << r;
+    total += sends[r];
+  }
+  EXPECT_NEAR(total, 0.3 * 100 * P, 4 * std::sqrt(100 * P * 0.3 * 0.7));
+}
+
+TEST(ReplayV2, WithoutSharedCoinsTheSameBranchesLeaveMessagesUnpaired) {
+  auto s = sk2(coin_ring(false));
+  try {
+    run(s, 8, {}, 0, 3);
+    FAIL() << "independent draws paired every message";
+  } catch (const DeadlockError& e) {  // a receive whose partner never tossed its coin waits for ever
+    EXPECT_NE(std::string(e.what()).find("recv from"), std::string::npos) << e.what();
+  } catch (const ReplayError& e) {  // or a message sent that no receive takes
+    EXPECT_NE(std::string(e.what()).find("sent but never received"), std::string::npos) << e.what();
+  }
+}

@@ -2,7 +2,8 @@
 // traced with OpenMPI, sends and receives an extra message in the steps where a seeded coin says so. The
 // built skeleton must have both as `prob` branches inside the step loop with the pooled fraction of the
 // traces (exactly) and the true p within a binomial bound; expanded at a P and step count never traced,
-// its expected number of extra messages must agree with a real run there within a binomial bound.
+// its expected number of extra messages must agree with a real run there within a binomial bound, and the
+// two branches must share a coin so that each extra message is received in the step it is sent (replayed too).
 #include "skeletons/build/builder.hpp"
 #include "skeletons/build/fold.hpp"
 #include "skeletons/expand.hpp"
@@ -19,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -108,9 +110,14 @@ TEST_F(SkelBuildBranchTest, CoinRingHasFittedProbabilisticBranches) {
     for (const auto& c : b->at("then")) has_tag2 = has_tag2 || (c.contains("tag") && c.at("tag") == "2");
     EXPECT_TRUE(has_tag2) << text;
   }
-  bool warned = false;
-  for (const auto& w : built.warnings) warned = warned || w.find("in expectation only") != std::string::npos;
-  EXPECT_TRUE(warned) << "the replay caveat of messages in probabilistic branches";
+  // The two branches share one coin: the receiver tosses its left neighbour's (the rank it receives from).
+  EXPECT_EQ(ifs[0]->value("coin", ""), ifs[1]->value("coin", "")) << text;
+  EXPECT_FALSE(ifs[0]->value("coin", "").empty()) << text;
+  EXPECT_EQ(built.skeleton.at("version"), 2) << text;
+  const nlohmann::json* receiver = ifs[0]->contains("coin_rank") ? ifs[0] : ifs[1];
+  for (const auto& c : receiver->at("then"))
+    if (c.contains("peer")) EXPECT_EQ(receiver->at("coin_rank"), c.at("peer")) << text;
+  for (const auto& w : built.warnings) EXPECT_EQ(w.find("in expectation only"), std::string::npos) << w;
 
   // at P = 16 and 120 steps (never traced): every rank's expanded extra sends, summed, against a real run
   const auto sk = mksim::skeletons::parse_skeleton(text, "coin_ring.json");
@@ -118,12 +125,34 @@ TEST_F(SkelBuildBranchTest, CoinRingHasFittedProbabilisticBranches) {
   const long steps = 120;
   const auto frame = mksim::skeletons::bind_parameters(sk, P, {{"steps", static_cast<double>(steps)}});
   long expanded = 0, ring = 0;
-  for (int rank = 0; rank < P; ++rank)
+  // the steps (ring sends so far) in which each rank sends and receives an extra message
+  std::vector<std::vector<long>> sent(P), received(P);
+  for (int rank = 0; rank < P; ++rank) {
+    long step = 0;
     for (const auto& op : mksim::skeletons::expand_rank(sk, frame, rank, 7)) {
       const bool send = op.kind == mksim::skeletons::ExpandedOp::Kind::SEND;
       expanded += send && op.tag == 2 ? 1 : 0;
-      ring += op.kind == mksim::skeletons::ExpandedOp::Kind::ISEND && op.tag == 1 && op.peer == (rank + 1) % P ? 1 : 0;
+      if (send && op.tag == 2) sent[rank].push_back(step);
+      if (op.kind == mksim::skeletons::ExpandedOp::Kind::RECV && op.tag == 2) received[rank].push_back(step);
+      const bool ring_send = op.kind == mksim::skeletons::ExpandedOp::Kind::ISEND && op.tag == 1 && op.peer == (rank + 1) % P;
+      ring += ring_send ? 1 : 0;
+      step += ring_send ? 1 : 0;
     }
+  }
+  std::printf("receive branch: coin_rank %s\n", receiver->at("coin_rank").dump().c_str());
+  for (int rank = 0; rank < P; ++rank)  // every extra message has its receive, in the same step
+    EXPECT_EQ(received[rank], sent[(rank + P - 1) % P]) << "rank " << rank;
+  // and the replay on a real SimGrid platform pairs them all (an unmatched message is an error there)
+  const fs::path file = tmp_ / "coin_ring.json";
+  std::ofstream(file) << text;
+  const std::string cmd = BIN + "/sim/mksim predict --skeleton " + file.string() + " --platform paragon --P 16 --param steps=120 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char line[512];
+  while (pipe && fgets(line, sizeof line, pipe)) out += line;
+  const int rc = pipe ? pclose(pipe) : -1;
+  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << cmd << "\n" << out;
+  EXPECT_NE(out.find("predicted time"), std::string::npos) << out;
   EXPECT_EQ(ring, P * steps) << text;
   const double n = static_cast<double>(P * steps), sd = std::sqrt(n * P_TRUE * (1 - P_TRUE));
   const long real = extra_sends(traced(P, steps, 15));

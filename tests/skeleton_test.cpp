@@ -286,3 +286,38 @@ TEST(SkeletonV2, CheckForRunEvaluatesCvPerRank) {
               "t.json: work: at P=4, rank 3: cv \"0.1 * (2 - rank)\" = -0.1 is not a coefficient of variation (finite, >= 0)");
   }
 }
+
+// Shared coins of `prob` branches: one index per name, coin_rank defaulting to the rank itself; errors say where.
+TEST(SkeletonV2, SharedCoinsOfProbabilisticBranches) {
+  const Skeleton sk = parse_skeleton(wrap2(R"([{"op":"if","prob":0.3,"coin":"extra","then":[]},
+    {"op":"if","prob":0.3,"coin":"extra","coin_rank":"(rank + P - 1) % P","then":[]},
+    {"op":"if","prob":0.5,"coin":"other","then":[]}])"));
+  ASSERT_EQ(sk.coins, (std::vector<std::string>{"extra", "other"}));
+  const auto& body = sk.groups[0].body;
+  EXPECT_EQ(std::get<Branch>(body[0].op).coin, 0);
+  EXPECT_EQ(std::get<Branch>(body[0].op).coin_rank.text(), "rank");
+  EXPECT_EQ(std::get<Branch>(body[1].op).coin, 0);
+  EXPECT_EQ(std::get<Branch>(body[1].op).coin_rank.text(), "(rank + P - 1) % P");
+  EXPECT_EQ(std::get<Branch>(body[2].op).coin, 1);
+  EXPECT_NO_THROW(check_for_run(sk, bind_parameters(sk, 4, {}), 4));
+
+  auto err = [](const std::string& body) { return error_of(wrap2(body)); };
+  EXPECT_NE(err(R"([{"op":"if","cond":1,"coin":"c","then":[]}])").find("/body/0/coin: a coin is tossed by a \"prob\" branch only"),
+            std::string::npos);
+  EXPECT_NE(err(R"([{"op":"if","prob":0.1,"coin_rank":"rank","then":[]}])").find("/body/0/coin_rank: \"coin_rank\" without \"coin\""),
+            std::string::npos);
+  EXPECT_NE(err(R"([{"op":"if","prob":0.1,"coin":3,"then":[]}])").find("/body/0/coin: must be a string"), std::string::npos);
+  EXPECT_NE(err(R"([{"op":"if","prob":0.1,"coin":"","then":[]}])").find("/body/0/coin: a coin needs a name"), std::string::npos);
+  EXPECT_NE(err(R"([{"op":"if","prob":0.1,"coin":"c","coin_rank":"Q","then":[]}])").find("/body/0/coin_rank: in expression"),
+            std::string::npos);
+  EXPECT_EQ(error_of(wrap(R"([{"op":"if","prob":0.1,"coin":"c","then":[]}])")),
+            "t.json: /body/0/coin: \"coin\" needs version 2 (this file says \"version\": 1)");
+  // a coin_rank outside [0, P) is found before a run
+  const Skeleton off = parse_skeleton(wrap2(R"([{"op":"if","id":"b","prob":0.1,"coin":"c","coin_rank":"rank + 1","then":[]}])"));
+  try {
+    check_for_run(off, bind_parameters(off, 4, {}), 4);
+    FAIL();
+  } catch (const SkeletonError& e) {
+    EXPECT_NE(std::string(e.what()).find("coin_rank \"rank + 1\" = 4 is not a rank in [0, 4)"), std::string::npos) << e.what();
+  }
+}

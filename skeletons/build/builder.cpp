@@ -5,9 +5,11 @@
 #include "skeletons/build/features.hpp"
 #include "skeletons/build/predicate.hpp"
 #include "skeletons/build/regress.hpp"
+#include "skeletons/expr.hpp"
 #include "skeletons/trace/reader.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -639,7 +641,136 @@ class Builder {
     std::vector<UNode> program = build_level(inputs, per_shape, shared);
     program = nest_regions(std::move(program), true);
     if (std::getenv("MKSKEL_DEBUG")) dump(program, 0);
-    return emit_list(program, std::vector<bool>(members_.size(), true), "/body");
+    branches_.clear();
+    nlohmann::json body = emit_list(program, std::vector<bool>(members_.size(), true), "/body");
+    pair_coins(body, "/body");
+    return body;
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // Shared coins. A data-dependent branch that sends and one that receives the same messages (coin_ring:
+  // rank r sends when its coin falls, rank r+1 receives when r's coin fell) would be drawn independently by
+  // each replayed rank, and their messages would not pair. Siblings A (one send) and B (one receive, same tag
+  // and size) whose counts agree rank by rank -- B at rank r ran as often as A at the rank B receives from,
+  // and A's destination there is r, in every traced run -- get one coin: A tosses its own, B tosses the coin of
+  // the rank it receives from (`coin_rank`), with A's probability at that rank.
+
+  struct BranchRecord {
+    std::map<std::pair<const RunInfo*, int>, double> taken;  // (run, rank) -> times the branch ran
+    std::string warning;                                     // why replay pairs its messages in expectation only
+  };
+  std::vector<BranchRecord> branches_;
+  int coins_ = 0;
+
+  static const nlohmann::json* only_p2p(const nlohmann::json& then, bool sending) {
+    const nlohmann::json* found = nullptr;
+    for (const auto& b : then) {
+      const std::string op = b.value("op", "");
+      if (op == "send" || op == "isend" || op == "recv" || op == "irecv") {
+        if (found || (op == "send" || op == "isend") != sending) return nullptr;
+        found = &b;
+      } else if (b.contains("then") || b.contains("body")) {
+        return nullptr;
+      }
+    }
+    if (found && (found->at("peer") == "any" || found->at("tag") == "any")) return nullptr;
+    return found;
+  }
+
+  // The value of a skeleton expression of P, rank and the run's parameters; NaN when it uses anything else.
+  double eval_at(const std::string& text, const RunInfo& run, int rank) const {
+    SymbolTable names;
+    std::vector<double> frame;
+    names.add("P");
+    frame.push_back(run.P);
+    names.add("rank");
+    frame.push_back(rank);
+    for (const auto& [k, v] : run.vars)
+      if (k != "P" && k != "rank") {
+        names.add(k);
+        frame.push_back(v);
+      }
+    try {
+      return parse_expr(text, names).eval(frame);
+    } catch (const std::exception&) {
+      return std::nan("");
+    }
+  }
+
+  static std::string expr_text(const nlohmann::json& j) { return j.is_string() ? j.get<std::string>() : j.dump(); }
+
+  bool same_messages(const BranchRecord& a, const nlohmann::json& send, const BranchRecord& b, const nlohmann::json& recv) const {
+    if (send.at("tag") != recv.at("tag") || send.at("size") != recv.at("size")) return false;
+    const std::string from = expr_text(recv.at("peer")), to = expr_text(send.at("peer"));
+    std::map<const RunInfo*, bool> runs;
+    for (const auto& [key, n] : b.taken) {
+      const auto [run, r] = key;
+      runs[run] = true;
+      const double src = eval_at(from, *run, r);
+      if (!(src >= 0 && src < run->P) || src != std::floor(src)) return false;
+      const auto it = a.taken.find({run, static_cast<int>(src)});
+      if (it == a.taken.end() || it->second != n || eval_at(to, *run, static_cast<int>(src)) != r) return false;
+    }
+    for (const auto& [key, n] : a.taken)  // every sending rank has its receiver among B's ranks
+      if (n > 0 && !runs.count(key.first)) return false;
+    return !b.taken.empty();
+  }
+
+  // `rank` in an expression replaced by another expression (whole words only).
+  static std::string at_rank(const std::string& text, const std::string& rank) {
+    std::string out;
+    for (std::size_t i = 0; i < text.size();) {
+      const bool start = i == 0 || !(std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '_');
+      const std::size_t e = i + 4;
+      if (start && text.compare(i, 4, "rank") == 0 &&
+          (e >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '_'))) {
+        out += "(" + rank + ")";
+        i = e;
+      } else {
+        out += text[i++];
+      }
+    }
+    return out;
+  }
+
+  void pair_coins(nlohmann::json& list, const std::string& where) {
+    std::vector<std::size_t> ifs;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      nlohmann::json& b = list[i];
+      for (const char* arm : {"body", "then", "else"})
+        if (b.contains(arm)) pair_coins(b[arm], where + "/" + std::to_string(i) + "/" + arm);
+      if (b.contains("_branch")) ifs.push_back(i);
+    }
+    std::set<std::size_t> paired;
+    for (std::size_t ib : ifs) {
+      nlohmann::json& B = list[ib];
+      const nlohmann::json* recv = only_p2p(B.at("then"), false);
+      if (!recv) continue;
+      for (std::size_t ia : ifs) {
+        nlohmann::json& A = list[ia];
+        if (ia == ib || paired.count(ia)) continue;
+        const nlohmann::json* send = only_p2p(A.at("then"), true);
+        if (!send || !same_messages(branches_[A["_branch"].get<std::size_t>()], *send, branches_[B["_branch"].get<std::size_t>()], *recv))
+          continue;
+        const std::string coin = "coin" + std::to_string(++coins_), from = expr_text(recv->at("peer"));
+        A["coin"] = coin;
+        B["coin"] = coin;
+        B["coin_rank"] = from;
+        B["prob"] = at_rank(A.at("prob").get<std::string>(), from);
+        B["fit"]["prob"]["coin"] = "the sender's toss: " + where + "/" + std::to_string(ia) + " at rank " + from;
+        paired.insert(ia);
+        paired.insert(ib);
+        uses_v2_ = true;
+        break;
+      }
+    }
+    for (std::size_t i : ifs) {
+      if (!paired.count(i)) {
+        const std::string& w = branches_[list[i]["_branch"].get<std::size_t>()].warning;
+        if (!w.empty()) result.warnings.push_back(w);
+      }
+      list[i].erase("_branch");
+    }
   }
 
   void dump(const std::vector<UNode>& list, int depth) const {
@@ -1212,11 +1343,13 @@ class Builder {
                    nlohmann::json& body) {
     std::vector<Sample> ps;
     double taken = 0, reached = 0;
+    BranchRecord record;
     for (const Occ& o : u.occ)
       for (std::size_t k = 0; k < o.nodes.size(); ++k) {
         const Loop& l = std::get<Loop>(o.nodes[k]->op);
-        if (l.reached == 0) continue;
         const Member& m = members_[shapes_[o.shape][k]];
+        record.taken[{m.run, m.rank}] += static_cast<double>(l.count);
+        if (l.reached == 0) continue;
         ps.push_back({vars_of(m), static_cast<double>(l.count) / static_cast<double>(l.reached), m.run->name});
         taken += static_cast<double>(l.count);
         reached += static_cast<double>(l.reached);
@@ -1263,11 +1396,12 @@ class Builder {
     fp["cells"] = cells;
     fp["ci95"] = {std::max(0.0, centre - half), std::min(1.0, centre + half)};
     nlohmann::json then = emit_list(u.body, here, at + "/then");
-    if (has_p2p(then))
-      result.warnings.push_back(at + ": a data-dependent branch (taken " + fmt_number(taken) + " of " + fmt_number(reached) +
-                                " times) runs point-to-point calls; replayed ranks draw independently, so its messages "
-                                "match their partners' in expectation only");
-    body.push_back({{"op", "if"}, {"prob", prob}, {"then", std::move(then)}, {"fit", fits}});
+    if (has_p2p(then))  // unless pair_coins finds its partner branch
+      record.warning = at + ": a data-dependent branch (taken " + fmt_number(taken) + " of " + fmt_number(reached) +
+                       " times) runs point-to-point calls and no partner branch has the same counts rank by rank; replayed "
+                       "ranks draw independently, so its messages match their partners' in expectation only";
+    branches_.push_back(std::move(record));
+    body.push_back({{"op", "if"}, {"prob", prob}, {"then", std::move(then)}, {"fit", fits}, {"_branch", branches_.size() - 1}});
   }
 
   static double peer_of(const Node& n) { return std::get<Call>(n.op).peer; }
