@@ -811,7 +811,7 @@ FitResult fit_platform(const FitRequest& req, std::ostream* log) {
 std::string format_fit_report(const FitResult& res, const std::vector<std::string>& cols) {
   std::ostringstream o;
   // The name column is as wide as the longest name ("eager_per_byte" had pushed its row out of line).
-  int w = 6;
+  int w = 10;  // as before for the seven usual figures
   for (const auto& p : res.params) w = std::max(w, static_cast<int>(std::string(fit_param_name(p.param)).size()));
   o << "figure" << std::string(static_cast<std::size_t>(w - 6), ' ') << " value            base             status    source\n";
   for (const auto& p : res.params) {

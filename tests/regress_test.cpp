@@ -143,15 +143,20 @@ TEST(Regress, RankIsIgnoredWithoutAllowRank) {
   EXPECT_TRUE(f.exact);
 }
 
-TEST(Regress, RingPeerWrapsModuloP) {
-  std::vector<Sample> samples;
-  for (double P : {4, 8, 16})
+// The left neighbour on a ring, (rank - 1) % P, at each of the run sizes, fitted as an integer of rank.
+static Fit fit_ring_peer(std::initializer_list<double> sizes, std::vector<Sample>& samples) {
+  for (double P : sizes)
     for (double r = 0; r < P; ++r)
       samples.push_back({{{"P", P}, {"N", 64}, {"K", 1}, {"rank", r}}, std::fmod(r + P - 1, P), "p" + std::to_string(int(P))});
   FitOptions o;
   o.integer = true;
   o.allow_rank = true;
-  Fit f = fit_quantity(samples, PARAMS, o);
+  return fit_quantity(samples, PARAMS, o);
+}
+
+TEST(Regress, RingPeerWrapsModuloP) {
+  std::vector<Sample> samples;
+  Fit f = fit_ring_peer({4, 8, 16}, samples);
   EXPECT_TRUE(f.exact) << f.expr;
   EXPECT_EQ(f.expr, "(rank - 1) % P");
   expect_reproduces(f, samples, 0);
@@ -163,13 +168,7 @@ TEST(Regress, RingPeerWrapsModuloP) {
 // normalisation wins: a constant -1.
 TEST(Regress, RingPeerWithATwoRankRunIsTheSimplestOffset) {
   std::vector<Sample> samples;
-  for (double P : {2, 4, 8})
-    for (double r = 0; r < P; ++r)
-      samples.push_back({{{"P", P}, {"N", 64}, {"K", 1}, {"rank", r}}, std::fmod(r + P - 1, P), "p" + std::to_string(int(P))});
-  FitOptions o;
-  o.integer = true;
-  o.allow_rank = true;
-  Fit f = fit_quantity(samples, PARAMS, o);
+  Fit f = fit_ring_peer({2, 4, 8}, samples);
   EXPECT_TRUE(f.exact) << f.expr;
   EXPECT_EQ(f.expr, "(rank - 1) % P");
   EXPECT_EQ(eval(f.expr, {{"P", 16}, {"N", 64}, {"K", 1}, {"rank", 0}}), 15);

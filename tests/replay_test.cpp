@@ -276,6 +276,16 @@ const char* SAMPLED = R"J("params":{"R":300},"body":[{"op":"region","id":"solve"
     {"op":"compute","id":"work","seconds":"1e-3 * (1 + rank)","dist":{"type":"empirical",
      "quantiles":[0.4,0.6,0.7,0.8,0.9,1.0,1.1,1.2,1.3,1.5,2.5]}}]}]}]})J";
 
+// Everything a child writes to fd until it closes it, then the child's exit status.
+std::string read_until_exit(int fd, pid_t pid, int& status) {
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  close(fd);
+  waitpid(pid, &status, 0);
+  return text;
+}
+
 // Runs a replay in a child process (one simulation per process) and returns each rank's finish time and
 // compute time, as text with every digit.
 std::string replay_in_child(const skeletons::Skeleton& s, int P, std::uint64_t seed) {
@@ -297,12 +307,8 @@ std::string replay_in_child(const skeletons::Skeleton& s, int P, std::uint64_t s
     _exit(0);
   }
   close(fd[1]);
-  std::string text;
-  char buf[4096];
-  for (ssize_t n; (n = read(fd[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
-  close(fd[0]);
   int status = 0;
-  waitpid(pid, &status, 0);
+  const std::string text = read_until_exit(fd[0], pid, status);
   return text;
 }
 
@@ -417,12 +423,8 @@ TEST(ReplayInChild, DoesNotRepeatWhatTheParentHadNotFlushed) {
     std::exit(code);  // flushes "marker" here, once
   }
   close(fd[1]);
-  std::string text;
-  char buf[4096];
-  for (ssize_t n; (n = read(fd[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
-  close(fd[0]);
   int status = 0;
-  waitpid(pid, &status, 0);
+  const std::string text = read_until_exit(fd[0], pid, status);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
   std::size_t count = 0;
