@@ -97,12 +97,18 @@ TEST(DiagnoseTrace, ImbalancedRankIsFoundRankedFirstAndItsWaitsTracedBackToIt) {
   // (measured_s) is printed beside it and agrees when nothing else disturbs the ranks
   EXPECT_GT(first.measured_s, 0.5 * first.gain_s);
   EXPECT_LT(first.measured_s, 2.0 * first.gain_s);
-  // the others wait for it in the allreduce (directly or through the ring): blamed on rank 2's compute
-  const results::Problem* coll = find(d, "collective_wait", "MPI_Allreduce");
-  ASSERT_NE(coll, nullptr);
-  EXPECT_TRUE(has(coll->ranks, "origin rank 2 (compute before MPI_Sendrecv")) << coll->ranks;
-  EXPECT_FALSE(coll->chain.empty());
-  EXPECT_LE(coll->gain_s, first.gain_s);  // a symptom never outranks its cause
+  // the others wait for it, in the ring exchange or the allreduce (directly or through the ring): the waits are
+  // followed back to rank 2's compute. Which of the two wait findings carries it depends on the scheduling of
+  // 4 ranks on 2 cores: under a loaded ASan suite rank 0 was descheduled enough for the allreduce's waits to
+  // trace back to it, while the ring's still traced back to rank 2.
+  const results::Problem* blamed = nullptr;
+  for (const auto& p : d.problems) {
+    if (p.kind != "collective_wait" && p.kind != "late_sender" && p.kind != "late_receiver") continue;
+    EXPECT_LE(p.gain_s, first.gain_s) << p.kind << " " << p.block;  // a symptom never outranks its cause
+    if (!blamed && has(p.ranks, "origin rank 2 (compute before MPI_Sendrecv")) blamed = &p;
+  }
+  ASSERT_NE(blamed, nullptr) << "no wait traced back to rank 2";
+  EXPECT_FALSE(blamed->chain.empty());
   // logical phases cover the run, utilisations are fractions
   ASSERT_FALSE(d.logical_phases.empty());
   double total = 0;
