@@ -298,21 +298,24 @@ TEST(Sweep, ResumesAfterAKillWithTheSameTable) {
             "-q", "--skeleton", sk.c_str(), "-o", o.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
-  // Wait for the second result in the journal (header + 2 lines), then kill the whole sweep.
+  // Wait for the second result in the journal (header + 2 lines), then kill the whole sweep. No fixed time limit: the
+  // largest P come first, and under the sanitizers on a loaded CI machine each of them takes tens of seconds (a
+  // 30-second limit failed there). The wait ends when the results are there or when the sweep has exited.
   const fs::path journal = dir / "r.h5.sweep" / "journal-local.jsonl";
-  bool seen = false;
-  for (int i = 0; i < 3000 && !seen; ++i) {
+  bool seen = false, exited = false;
+  int status = 0;
+  while (!seen && !exited) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     std::ifstream in(journal);
     int lines = 0;
     for (std::string l; std::getline(in, l);) ++lines;
     seen = lines >= 3;
+    exited = !seen && ::waitpid(pid, &status, WNOHANG) == pid;
   }
-  ASSERT_TRUE(seen) << "the sweep never journaled two results";
+  ASSERT_TRUE(seen) << "the sweep exited (status " << status << ") before it journaled two results";
   ::kill(pid, SIGKILL);  // its simulations die with it (PR_SET_PDEATHSIG)
-  int status = 0;
   ::waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFSIGNALED(status));
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the sweep finished before the kill";
   const auto [code, text] = shell(MKSIM + " sweep" + grid + " -o " + out.string());
   ASSERT_EQ(code, 0) << text;
   EXPECT_EQ(text.find(" 0 reused"), std::string::npos) << text;
