@@ -501,9 +501,12 @@ void sweep_section(PageBuilder& page, const std::vector<const Input*>& sweeps, c
             "Speedup T(Pmin)·Pmin / T(P) against each curve's own smallest P (Pmin ranks taken as running at full "
             "speed), with the ideal S = P; efficiency = speedup / P. Solid: replay, dashed: model.");
 
+  // A grain is chosen for speed; the problem size is given (its "best" value is merely the smallest swept).
+  const std::string work_param = options.work.param.empty() ? "N" : options.work.param;
   for (std::size_t i = 0; i < sweeps.size(); ++i) {
     const SweepTable& t = sweeps[i]->sweep;
     for (std::size_t k = 0; k < t.param_names.size(); ++k) {
+      if (t.param_names[k] == work_param) continue;
       std::set<double> distinct;
       for (const SweepRow& r : t.rows)
         if (k < r.params.size()) distinct.insert(r.params[k]);

@@ -485,9 +485,11 @@ TEST(Report, MeasuredRunsOverARealSweepWithIsospeedAndConstantTime) {
   const CliRun r = report({sweep, table1, reps, "--measured", spread, "--work-param", "N", "--work-exponent", "2",
                            "-o", page.string()});
   ASSERT_EQ(r.code, 0) << r.err;
-  // time vs P, measured vs predicted, speedup, isospeed, constant time, best N, the replay split
-  EXPECT_NE(r.out.find("7 plot(s) from 4 input(s)"), std::string::npos) << r.out;
+  // time vs P, measured vs predicted, speedup, isospeed, constant time, the replay split; no "best N": N is the
+  // problem size, not a grain to choose
+  EXPECT_NE(r.out.find("6 plot(s) from 4 input(s)"), std::string::npos) << r.out;
   const std::string html = read_file(page);
+  EXPECT_EQ(html.find("best N vs P"), std::string::npos);
   EXPECT_NE(html.find(table1 + ": 7 of 18 measured point(s) match a predicted point (same P and N, steps) on paragon "
                       "(named in the file&#39;s comments); no spread given, drawn as points."), std::string::npos)
       << html.substr(html.find("<h1>"), 4000);
@@ -505,7 +507,7 @@ TEST(Report, MeasuredRunsOverARealSweepWithIsospeedAndConstantTime) {
   EXPECT_NE(specs.find("\"spread\":\"min-max of 3 rows\""), std::string::npos);
   // The mean errors per file and method are tabulated.
   EXPECT_NE(html.find("<th>mean |error|</th>"), std::string::npos);
-  expect_rendered(page, 7);
+  expect_rendered(page, 6);
   fs::remove_all(dir);
 }
 
