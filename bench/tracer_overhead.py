@@ -6,7 +6,7 @@ interleaved (plain, traced, plain, traced, ...) so that machine noise hits both 
 program's own timing (the `time:` line of skeletons/apps, MPI_Wtime from after MPI_Init to before
 MPI_Finalize, max over ranks), median over the repetitions. Traced variants: the default (4 call-site
 frames, memoised unwinding), MKTRACE_FRAMES=1 (return address only) and MKTRACE_FRAMES=0 (no call
-sites). Then reads one traced run with build/bench/mksim_bench_trace_read: bytes on disk per event and
+sites), and MKTRACE_CPU_TIME=1 (CPU time of every gap, the launcher's default when ranks outnumber cores). Then reads one traced run with build/bench/mksim_bench_trace_read: bytes on disk per event and
 events read per second. See bench/README.md. Standard library only.
 """
 import argparse
@@ -31,7 +31,8 @@ WORKLOADS = {
     "cg-comm": ("cg", ["64", "50000"], 2),
     "atm2d-mixed": ("atm2d", ["1024", "2000"], 2),
 }
-VARIANTS = [("plain", None), ("traced", {}), ("frames1", {"MKTRACE_FRAMES": "1"}), ("frames0", {"MKTRACE_FRAMES": "0"})]
+VARIANTS = [("plain", None), ("traced", {"MKTRACE_CPU_TIME": "0"}), ("frames1", {"MKTRACE_FRAMES": "1", "MKTRACE_CPU_TIME": "0"}),
+            ("frames0", {"MKTRACE_FRAMES": "0", "MKTRACE_CPU_TIME": "0"}), ("cputime", {"MKTRACE_CPU_TIME": "1"})]
 FIELDS = ["workload", "P", "variant", "reps", "median_s", "min_s", "max_s", "overhead_pct", "mpi_calls",
           "us_per_call_added", "events", "bytes", "bytes_per_event", "read_s", "events_per_s"]
 

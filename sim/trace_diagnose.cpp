@@ -87,6 +87,7 @@ class Analysis {
   std::map<Key, std::vector<std::vector<double>>> samples_;  // each compute gap, per rank
   std::map<Key, std::string> site_text_;
   double start_ = 0, end_ = 0;
+  bool cpu_gaps_ = false;  // the trace carries CPU times of its gaps (format v3, MKTRACE_CPU_TIME=1)
   std::vector<std::string> notes_;
 
   double enter(int r, std::size_t i) const { return offset_[r] + run_.ranks[r].events[i].t_enter; }
@@ -224,8 +225,19 @@ void Analysis::gaps() {
       auto& m = mpi_time_[k];
       auto& smp = samples_[k];
       if (c.empty()) c.assign(P_, 0), n.assign(P_, 0), m.assign(P_, 0), smp.assign(P_, {});
-      if (last != SIZE_MAX) c[r] += std::max(0.0, ev[i].t_enter - ev[last].t_exit);
-      smp[r].push_back(last != SIZE_MAX ? std::max(0.0, ev[i].t_enter - ev[last].t_exit) : 0.0);
+      // compute: the CPU time of the records' gaps since the last call when the tracer measured it (a rank waiting
+      // for a core does not compute), else the wall-clock gap
+      double gap = 0;
+      if (last != SIZE_MAX) {
+        gap = std::max(0.0, ev[i].t_enter - ev[last].t_exit);
+        if (ev[i].cpu_gap >= 0) {
+          gap = 0;
+          for (std::size_t j = last + 1; j <= i; ++j) gap += std::max(0.0, ev[j].cpu_gap);
+          cpu_gaps_ = true;
+        }
+      }
+      c[r] += gap;
+      smp[r].push_back(gap);
       n[r] += 1;
       if (ev[i].kind != Kind::FINALIZE && ev[i].kind != Kind::INIT && ev[i].kind != Kind::INIT_THREAD)
         m[r] += ev[i].t_exit - ev[i].t_enter;
@@ -553,7 +565,8 @@ results::Diagnosis Analysis::run() {
   d.baseline_time_s = end_ - start_;
   d.threshold_pct = o_.threshold_pct;
   for (auto& n : notes_) d.notes.push_back(n);
-  d.notes.push_back("compute is the time between two recorded MPI calls of a rank, attributed to the call that follows it");
+  d.notes.push_back(std::string("compute is the ") + (cpu_gaps_ ? "CPU time (the tracer measured it)" : "time") +
+                    " between two recorded MPI calls of a rank, attributed to the call that follows it");
   d.notes.push_back("waits are followed back along chains of waits (a rank late because it waited itself) to the compute that started them");
   d.attributes.emplace_back("source", "trace");
   d.attributes.emplace_back("trace.dir", run_.dir);

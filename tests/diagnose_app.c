@@ -1,5 +1,5 @@
 /* A small MPI program with problems that can be injected, for `mksim diagnose` on real traced runs
- * (tests/diagnose_trace_test.cpp). Each step: compute (a busy loop on the clock), a ring exchange of 512 B
+ * (tests/diagnose_trace_test.cpp). Each step: compute (a busy loop on the thread's CPU clock), a ring exchange of 512 B
  * (MPI_Sendrecv), optionally a 1 MiB MPI_Send from rank 0 to rank 1 (rendezvous), then MPI_Allreduce.
  *
  *   diagnose_app STEPS WORK_US SLOW_RANK SLOW_FACTOR LATE_RECV_US
@@ -7,16 +7,26 @@
  * SLOW_RANK (-1: none) computes SLOW_FACTOR times WORK_US each step (an imbalanced rank: the others wait for it
  * in the allreduce); LATE_RECV_US > 0: rank 0 sends 1 MiB to rank 1, which first computes LATE_RECV_US more
  * (a late receiver: rank 0 blocks in MPI_Send). */
+#define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* A fixed amount of work: `seconds` of this thread's CPU time (ranks that share a core take longer in wall-clock
+ * time, as real compute does). */
+static double cpu_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static void spin(double seconds) {
-  const double until = MPI_Wtime() + seconds;
+  const double until = cpu_seconds() + seconds;
   volatile double x = 0;
-  while (MPI_Wtime() < until) x += 1.0;
+  while (cpu_seconds() < until) x += 1.0;
 }
 
 int main(int argc, char** argv) {

@@ -25,9 +25,6 @@ const std::string MKTRACE = std::string(MKSIM_BINARY_DIR) + "/trace/mktrace";
 const std::string APP = DIAGNOSE_APP;
 const std::string PARAGON = SRC + "/platforms/paragon.xml";
 constexpr double THRESHOLD_PCT = 5;
-// Real runs of 4 ranks on 2 cores under a parallel ctest: scheduling noise alone reached 4.2% in quiet runs, so
-// the unmodified run is held to 10% (the injected problems measure 29-57%, docs/diagnose.md).
-constexpr double NOISE_THRESHOLD_PCT = 10;
 
 fs::path work_dir() {
   static const fs::path d = fs::temp_directory_path() / ("mksim-diagtrace-" + std::to_string(getpid()));
@@ -97,6 +94,9 @@ TEST(DiagnoseTrace, ImbalancedRankIsFoundRankedFirstAndItsWaitsTracedBackToIt) {
   // (measured_s) is printed beside it and agrees when nothing else disturbs the ranks
   EXPECT_GT(first.measured_s, 0.5 * first.gain_s);
   EXPECT_LT(first.measured_s, 2.0 * first.gain_s);
+  // ...and both are the injected excess, 30 steps x 9 ms x 3/4 = 202.5 ms: compute is CPU time (4 ranks on 2 cores:
+  // the tracer measures it), so a rank waiting for a core does not count as computing (wall-clock gaps gave 381 ms)
+  EXPECT_NEAR(first.gain_s, 0.2025, 0.1 * 0.2025);
   // the others wait for it, in the ring exchange or the allreduce (directly or through the ring): the waits are
   // followed back to rank 2's compute. Which of the two wait findings carries it depends on the scheduling of
   // 4 ranks on 2 cores: under a loaded ASan suite rank 0 was descheduled enough for the allreduce's waits to
@@ -132,6 +132,7 @@ TEST(DiagnoseTrace, LateReceiverIsFoundWithTheRankAndCallSiteCausingIt) {
   EXPECT_TRUE(has(first.block, "compute before MPI_Recv")) << first.block;
   EXPECT_TRUE(has(first.ranks, "rank 1 (max")) << first.ranks;
   EXPECT_GE(first.gain_pct, THRESHOLD_PCT);
+  EXPECT_NEAR(first.gain_s, 0.3375, 0.1 * 0.3375);  // the injected excess: 30 x 15 ms x 3/4
   const results::Problem* late = find(d, "late_receiver", "MPI_Send");
   ASSERT_NE(late, nullptr);
   EXPECT_TRUE(has(late->ranks, "rank 0 waits most")) << late->ranks;
@@ -142,10 +143,12 @@ TEST(DiagnoseTrace, LateReceiverIsFoundWithTheRankAndCallSiteCausingIt) {
 
 TEST(DiagnoseTrace, UnmodifiedRunHasNothingAboveThreshold) {
   std::string text;
-  const results::Diagnosis d = diagnose({unmodified(), "--threshold", "10"}, &text);
+  // Real runs of 4 ranks on 2 cores: with wall-clock gaps scheduling noise reached 4.2-15% here and this test held
+  // the run to 10%; the CPU times of the gaps leave it out, and the default threshold holds.
+  const results::Diagnosis d = diagnose({unmodified()}, &text);
   EXPECT_GT(d.baseline_time_s, 0);
-  for (const auto& p : d.problems) EXPECT_LT(p.gain_pct, NOISE_THRESHOLD_PCT) << p.kind << " " << p.block << ": " << p.method;
-  EXPECT_TRUE(has(text, " 0 above the 10% threshold")) << text;
+  for (const auto& p : d.problems) EXPECT_LT(p.gain_pct, THRESHOLD_PCT) << p.kind << " " << p.block << ": " << p.method;
+  EXPECT_TRUE(has(text, " 0 above the 5% threshold")) << text;
 }
 
 TEST(DiagnoseTrace, WithAPlatformTheSkeletonBuiltFromTheTraceGivesSimulatedGains) {
@@ -216,9 +219,9 @@ TEST(DiagnoseTrace, CorruptTraceIsRefusedNamingTheFileAndOffset) {
   fs::copy(unmodified(), copy);
   const fs::path rank2 = copy / "rank-2.mkt";
   {
-    // an unknown record kind in record 3 (offset 48 + 3 * 56)
+    // an unknown record kind in record 3 (offset 48 + 3 * 64)
     std::fstream f(rank2, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(48 + 3 * 56);
+    f.seekp(48 + 3 * 64);
     const unsigned char bad[2] = {0xEE, 0x0E};
     f.write(reinterpret_cast<const char*>(bad), 2);
   }
@@ -229,7 +232,7 @@ TEST(DiagnoseTrace, CorruptTraceIsRefusedNamingTheFileAndOffset) {
   // truncated in the middle of a record
   fs::remove_all(copy);
   fs::copy(unmodified(), copy);
-  fs::resize_file(rank2, 48 + 5 * 56 + 20);
+  fs::resize_file(rank2, 48 + 5 * 64 + 20);
   err.str("");
   EXPECT_NE(sim::cmd_diagnose({copy.string()}, out, err), 0);
   EXPECT_TRUE(has(err.str(), "rank-2.mkt")) << err.str();

@@ -187,3 +187,19 @@ TEST(FoldTest, QuantileSketchIsDeterministicAndMergesExactly) {
 }
 
 }  // namespace
+
+// A trace with CPU times of its gaps (format v3, MKTRACE_CPU_TIME=1): compute is the CPU time, not the wall-clock
+// gap, which on an oversubscribed node includes the time the rank waited for a core.
+TEST(FoldTest, ComputeIsTheGapsCpuTimeWhenTheTracerMeasuredIt) {
+  Writer w;
+  w.call(Kind::INIT, 1, -1, -1, 0, 0).cpu_gap = 0;
+  for (int i = 0; i < 10; ++i) w.call(Kind::BARRIER, 2, -1, -1, 0, 8e-3).cpu_gap = 1e-3 * (1 + i % 2);  // 8 ms wall
+  w.call(Kind::FINALIZE, 4, -1, -1, 0, 3e-3);  // not measured (-1): its wall-clock gap
+  const auto p = fold_rank(w.t);
+  ASSERT_EQ(p.seq.size(), 4u) << mksim::skeletons::build::to_text(p.seq);
+  const auto& gap = std::get<Compute>(loop_at(p.seq, 1).body[0].op).seconds;
+  EXPECT_EQ(gap.n, 10u);
+  EXPECT_NEAR(gap.mean(), 1.5e-3, 1e-12);
+  EXPECT_NEAR(gap.max, 2e-3, 1e-12);
+  EXPECT_NEAR(std::get<Compute>(p.seq.at(2).op).seconds.mean(), 3e-3, 1e-12);
+}

@@ -115,8 +115,11 @@ TEST_F(SkelBuildBranchTest, CoinRingHasFittedProbabilisticBranches) {
   EXPECT_FALSE(ifs[0]->value("coin", "").empty()) << text;
   EXPECT_EQ(built.skeleton.at("version"), 2) << text;
   const nlohmann::json* receiver = ifs[0]->contains("coin_rank") ? ifs[0] : ifs[1];
-  for (const auto& c : receiver->at("then"))
-    if (c.contains("peer")) EXPECT_EQ(receiver->at("coin_rank"), c.at("peer")) << text;
+  for (const auto& c : receiver->at("then")) {
+    if (c.contains("peer")) {
+      EXPECT_EQ(receiver->at("coin_rank"), c.at("peer")) << text;
+    }
+  }
   for (const auto& w : built.warnings) EXPECT_EQ(w.find("in expectation only"), std::string::npos) << w;
 
   // at P = 16 and 120 steps (never traced): every rank's expanded extra sends, summed, against a real run

@@ -343,7 +343,7 @@ TEST_F(TraceTest, CorruptTruncatedAndMissingFilesGiveErrorsNamingFileAndOffset) 
   ASSERT_EQ(trace(BIN + "/apps/atm2d", 2, "64 3", good), 0) << slurp_text(good.string() + ".log");
   ASSERT_EQ(read_error(good), "");
   const std::vector<char> orig = read_bytes(good / "rank-1.mkt");
-  const std::size_t nrec = 1 + 3 * 5 + 5, footer = 48 + 56 * nrec;
+  const std::size_t nrec = 1 + 3 * 5 + 5, footer = 48 + 64 * nrec;
   ASSERT_GT(orig.size(), footer + 32);
   ASSERT_EQ(std::string(orig.data() + footer, 8), "MKTREND1");
 
@@ -359,7 +359,7 @@ TEST_F(TraceTest, CorruptTruncatedAndMissingFilesGiveErrorsNamingFileAndOffset) 
 
   // truncated inside the header, inside a record, inside the footer: errors with file and offset
   EXPECT_EQ(with(cut(20)), file + ": offset 0: truncated header: needs 48 bytes, the file ends 20 bytes later");
-  EXPECT_EQ(with(cut(48 + 56 * 3 + 10)), file + ": offset 216: truncated record 3: 10 of 56 bytes");
+  EXPECT_EQ(with(cut(48 + 64 * 3 + 10)), file + ": offset 240: truncated record 3: 10 of 64 bytes");
   std::string e = with(cut(footer + 12));
   EXPECT_NE(e.find(file + ": offset " + std::to_string(footer + 8) + ": truncated footer record count"),
             std::string::npos) << e;
@@ -368,7 +368,7 @@ TEST_F(TraceTest, CorruptTruncatedAndMissingFilesGiveErrorsNamingFileAndOffset) 
   EXPECT_NE(e.find("truncated"), std::string::npos) << e;
 
   // cut at a record boundary: no footer, so the rank is incomplete, not silently short
-  EXPECT_EQ(with(cut(48 + 56 * 7)), "");
+  EXPECT_EQ(with(cut(48 + 64 * 7)), "");
   const mksim::trace::Run run = mksim::trace::read_run(bad.string());
   EXPECT_FALSE(run.complete());
   EXPECT_EQ(run.ranks[1].status, Status::INCOMPLETE);
@@ -382,7 +382,7 @@ TEST_F(TraceTest, CorruptTruncatedAndMissingFilesGiveErrorsNamingFileAndOffset) 
 
   // a flipped byte in a record (the call-site field of record 2): checksum mismatch at the footer
   std::vector<char> flipped = orig;
-  flipped[48 + 56 * 2 + 32] ^= 0x10;
+  flipped[48 + 64 * 2 + 32] ^= 0x10;
   e = with(flipped);
   EXPECT_NE(e.find(file + ": offset " + std::to_string(footer) + ": checksum mismatch"), std::string::npos) << e;
 
@@ -393,15 +393,22 @@ TEST_F(TraceTest, CorruptTruncatedAndMissingFilesGiveErrorsNamingFileAndOffset) 
                                ": 4294967295 modules cannot fit in the file (corrupted)");
 
   // a wrong version, a wrong magic, a corrupt kind
-  std::vector<char> v3 = orig;
-  v3[8] = 3;
-  EXPECT_EQ(with(v3), file + ": offset 8: format version 3 is not supported (this reader reads version 2)");
+  std::vector<char> v4 = orig;
+  v4[8] = 4;
+  EXPECT_EQ(with(v4), file + ": offset 8: format version 4 is not supported (this reader reads versions 2 and 3)");
+  std::vector<char> v2 = orig;  // v2's records are 8 bytes shorter (no cpu_gap): the header's size must agree
+  v2[8] = 2;
+  EXPECT_EQ(with(v2), file + ": offset 40: record size 64, version 2 has 56");
   std::vector<char> magic = orig;
   magic[0] = 'X';
   EXPECT_EQ(with(magic), file + ": offset 0: bad magic: not a mktrace file (expected \"MKTRACE1\")");
   std::vector<char> kind = orig;
-  kind[48 + 56 * 4] = 99;
-  EXPECT_EQ(with(kind), file + ": offset 272: record 4: unknown kind 99 (corrupted)");
+  kind[48 + 64 * 4] = 99;
+  EXPECT_EQ(with(kind), file + ": offset 304: record 4: unknown kind 99 (corrupted)");
+  std::vector<char> cpu = orig;  // record 2's cpu_gap (its last 8 bytes) negative, not the -1 of "not measured"
+  const double minus5 = -5.0;
+  std::memcpy(cpu.data() + 48 + 64 * 2 + 56, &minus5, 8);
+  EXPECT_EQ(with(cpu), file + ": offset 176: record 2 (MPI_Irecv): impossible CPU time -5.000000 (corrupted)");
 
   // a missing rank file, and a directory without run.json
   fs::remove_all(bad);
@@ -413,13 +420,52 @@ TEST_F(TraceTest, CorruptTruncatedAndMissingFilesGiveErrorsNamingFileAndOffset) 
   EXPECT_NE(e.find("run.json: cannot open"), std::string::npos) << e;
 }
 
+// MKTRACE_CPU_TIME=1 (the launcher's choice when the ranks outnumber the cores): every record carries the thread CPU
+// time of the gap before it. Between the barriers the program burns 5 ms of CPU, then sleeps 30 ms: the wall-clock gap
+// holds both, the CPU time only the 5 ms. Without it the records say -1 and the header has no flag. A v2 file (the
+// fuzz corpus's, written before v3) still reads, without CPU times.
+TEST_F(TraceTest, CpuTimeOfGapsLeavesOutTimeSpentNotRunning) {
+  for (const char* on : {"1", "0"}) {
+    const fs::path dir = tmp_ / (std::string("cpu") + on);
+    ::setenv("MKTRACE_CPU_TIME", on, 1);
+    const int rc = trace(CPU_GAP_APP, 2, "5 30", dir);
+    ::unsetenv("MKTRACE_CPU_TIME");
+    ASSERT_EQ(rc, 0) << slurp_text(dir.string() + ".log");
+    const mksim::trace::Run run = mksim::trace::read_run(dir.string());
+    for (const auto& t : run.ranks) {
+      EXPECT_EQ((t.flags & MKTRACE_FLAG_CPU_GAPS) != 0, on[0] == '1') << t.file;
+      std::vector<std::size_t> barriers;
+      for (std::size_t i = 0; i < t.events.size(); ++i) {
+        if (on[0] == '1') EXPECT_GE(t.events[i].cpu_gap, 0.0) << t.file << " record " << i;
+        else EXPECT_EQ(t.events[i].cpu_gap, -1.0) << t.file << " record " << i;
+        if (t.events[i].kind == mksim::trace::Kind::BARRIER) barriers.push_back(i);
+      }
+      ASSERT_EQ(barriers.size(), 2u) << t.file;
+      const auto& second = t.events[barriers[1]];
+      const double wall = second.t_enter - t.events[barriers[1] - 1].t_exit;
+      EXPECT_GE(wall, 0.035) << t.file;
+      if (on[0] == '1') {
+        EXPECT_GE(second.cpu_gap, 0.005) << t.file;
+        EXPECT_LT(second.cpu_gap, 0.020) << t.file;  // not the 30 ms asleep
+        EXPECT_EQ(second.gap_after(t.events[barriers[1] - 1].t_exit), second.cpu_gap);
+      } else {
+        EXPECT_EQ(second.gap_after(t.events[barriers[1] - 1].t_exit), wall);
+      }
+    }
+  }
+  const auto v2 = mksim::trace::read_rank_file(std::string(MKSIM_SOURCE_DIR) + "/tests/fuzz/corpus/trace_rank/atm2d.mkt");
+  EXPECT_EQ(v2.record_bytes, MKTRACE_RECORD_BYTES_V2);
+  ASSERT_GE(v2.events.size(), 5u);
+  for (const auto& e : v2.events) EXPECT_EQ(e.cpu_gap, -1.0);
+}
+
 // Every prefix and every single flipped byte of a real file: a TraceError or a valid read, never a crash;
 // a cut is only accepted at a record boundary (as incomplete); a flip in the records is always caught.
 TEST_F(TraceTest, EveryTruncationAndByteFlipIsCaught) {
   const fs::path good = tmp_ / "good";
   ASSERT_EQ(trace(BIN + "/apps/atm2d", 2, "64 2", good), 0) << slurp_text(good.string() + ".log");
   const std::vector<char> orig = read_bytes(good / "rank-0.mkt");
-  const std::size_t footer = 48 + 56 * (1 + 2 * 5 + 5);
+  const std::size_t footer = 48 + 64 * (1 + 2 * 5 + 5);
   const fs::path f = tmp_ / "f.mkt";
   auto outcome = [&](const std::vector<char>& bytes) -> int {  // 0 error, 1 incomplete, 2 with footer
     write_bytes(f, bytes);
@@ -431,7 +477,7 @@ TEST_F(TraceTest, EveryTruncationAndByteFlipIsCaught) {
     }
   };
   for (std::size_t n = 0; n < orig.size(); ++n) {
-    const bool boundary = n >= 48 && n <= footer && (n - 48) % 56 == 0;
+    const bool boundary = n >= 48 && n <= footer && (n - 48) % MKTRACE_RECORD_BYTES == 0;
     EXPECT_EQ(outcome(std::vector<char>(orig.begin(), orig.begin() + static_cast<long>(n))), boundary ? 1 : 0)
         << "cut at " << n;
   }
@@ -470,7 +516,7 @@ TEST_F(TraceTest, RunKilledWithSigtermIsReportedNotComplete) {
   const auto start = std::chrono::steady_clock::now();
   auto big = [&](int r) {
     std::error_code ec;
-    return fs::file_size(dir / ("rank-" + std::to_string(r) + ".mkt"), ec) > 48 + 56 * 3000 && !ec;
+    return fs::file_size(dir / ("rank-" + std::to_string(r) + ".mkt"), ec) > 48 + 64 * 3000 && !ec;
   };
   while (!(big(0) && big(1)) && std::chrono::steady_clock::now() - start < std::chrono::seconds(30))
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -533,7 +533,7 @@ PhaseGraph build_cpg(const trace::Run& run, const std::vector<RankProgram>& fold
     bool started = false;
     for (std::size_t i = 0; i < ev.size(); ++i) {
       if (ev[i].kind != Kind::COMPLETE) {
-        if (started) sum += std::max(0.0, ev[i].t_enter - prev_exit);
+        if (started) sum += ev[i].gap_after(prev_exit);
         started = true;
         prev_exit = ev[i].t_exit;
       }

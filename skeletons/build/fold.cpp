@@ -544,7 +544,7 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options)
     if (e.kind == Kind::COMPLETE) continue;  // folded into the call before it
     if (started) {
       Node gap;
-      gap.op = Compute::of(std::max(0.0, e.t_enter - prev_exit));
+      gap.op = Compute::of(e.gap_after(prev_exit));  // CPU time when the tracer measured it
       append(out.seq, std::move(gap), options.window);
     }
     started = true;

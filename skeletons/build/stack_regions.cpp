@@ -206,16 +206,22 @@ StackRegionReport add_stack_regions(trace::Run& run) {
       }
       const std::optional<Routine> r = trace::is_annotation(e.kind) || e.site == 0 ? std::nullopt : routine(e.site);
       const bool same = open && r && r->name == open->name && r->caller == open->caller && e.site != first_site;
+      trace::Event call = e;
       if (!same) {
         close();
         if (r) {
-          out.push_back(marker(trace::Kind::REGION_BEGIN, *r, e.t_enter));
+          trace::Event begin = marker(trace::Kind::REGION_BEGIN, *r, e.t_enter);
+          if (e.cpu_gap >= 0) {  // the gap's CPU time moves to the marker, which now ends the gap
+            begin.cpu_gap = e.cpu_gap;
+            call.cpu_gap = 0;
+          }
+          out.push_back(begin);
           open = r;
           first_site = e.site;
           ++report.regions;
         }
       }
-      out.push_back(e);
+      out.push_back(call);
       last_exit = e.t_exit;
     }
     close();

@@ -50,12 +50,15 @@
     X(LOOP_ITER, 63, "loop iteration")           \
     X(LOOP_END, 64, "loop end")
 
-/* On-disk constants of format v2 (README.md, "Format v1"). */
+/* On-disk constants of format v3 (README.md, "Format v1"); the reader also reads v2, whose records lack the
+ * last field (cpu_gap). */
 #define MKTRACE_MAGIC "MKTRACE1"
 #define MKTRACE_FOOTER_MAGIC "MKTREND1"
-#define MKTRACE_VERSION 2u
+#define MKTRACE_VERSION 3u
 #define MKTRACE_HEADER_BYTES 48u
-#define MKTRACE_RECORD_BYTES 56u
+#define MKTRACE_RECORD_BYTES 64u
+#define MKTRACE_RECORD_BYTES_V2 56u
+#define MKTRACE_RUN_VERSION 2u /* of run.json, the run directory's description (unchanged by v3) */
 #define MKTRACE_MAX_FRAMES 4u
 #define MKTRACE_MAX_NAME_BYTES 4096u /* an annotation name (mktrace.h) */
 
@@ -75,5 +78,6 @@
 
 /* header flags */
 #define MKTRACE_FLAG_WTIME_GLOBAL 1u
+#define MKTRACE_FLAG_CPU_GAPS 2u /* records carry the thread CPU time of the gap before them (MKTRACE_CPU_TIME=1) */
 
 #endif

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <unwind.h>
 
@@ -42,6 +43,7 @@ typedef struct {
     int32_t root;
     uint32_t comm;
     uint32_t request;
+    double cpu_gap; /* thread CPU seconds since the previous record's exit; -1 when not measured (v3) */
 } mkt_record;
 _Static_assert(sizeof(mkt_record) == MKTRACE_RECORD_BYTES, "record layout is part of the format");
 
@@ -96,6 +98,8 @@ static struct {
     int fd;
     int rank, size;
     double t0;
+    int cpu_gaps, cpu_fresh;     /* MKTRACE_CPU_TIME=1; an entry sampled the CPU clock since the last record */
+    double cpu_enter, cpu_exit;  /* thread CPU seconds at that entry, and after the last record */
     mkt_record *buf;
     size_t n, cap;
     uint64_t total;
@@ -252,6 +256,25 @@ static uint16_t posted(int source, int tag)
 
 static double now(void) { return PMPI_Wtime() - g.t0; }
 
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The entry of a traced call: its time, and with MKTRACE_CPU_TIME=1 the CPU time the thread used since the
+ * previous record's exit (a syscall of ~1 us here, so only on request: the launcher asks for it when the ranks
+ * outnumber the cores, where wall-clock gaps include the time a rank waited for a core). */
+static double enter(void)
+{
+    if (g.cpu_gaps) {
+        g.cpu_enter = cpu_now();
+        g.cpu_fresh = 1;
+    }
+    return now();
+}
+
 static void emit(int kind, double te, double tx, uint64_t site, int32_t peer, int32_t tag, int64_t bytes,
                  uint32_t comm, int32_t root, uint32_t request)
 {
@@ -279,6 +302,13 @@ static void emit(int kind, double te, double tx, uint64_t site, int32_t peer, in
     r->root = root;
     r->comm = comm;
     r->request = request;
+    r->cpu_gap = -1.0;
+    if (g.cpu_gaps) {
+        /* the first record of a call carries the gap; the further records of the same call (completions) none */
+        r->cpu_gap = g.cpu_fresh ? (g.cpu_enter > g.cpu_exit ? g.cpu_enter - g.cpu_exit : 0.0) : 0.0;
+        g.cpu_fresh = 0;
+        g.cpu_exit = cpu_now();
+    }
     __atomic_signal_fence(__ATOMIC_SEQ_CST); /* a signal handler sees whole records only */
     ++g.n;
 }
@@ -639,6 +669,12 @@ static int start(void)
     int flag = 0, *global = NULL;
     PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_WTIME_IS_GLOBAL, &global, &flag);
     uint32_t flags = (flag && global && *global) ? MKTRACE_FLAG_WTIME_GLOBAL : 0;
+    const char *cv = getenv("MKTRACE_CPU_TIME");
+    g.cpu_gaps = cv && strcmp(cv, "1") == 0;
+    if (g.cpu_gaps) {
+        flags |= MKTRACE_FLAG_CPU_GAPS;
+        g.cpu_exit = cpu_now();
+    }
     g.t0 = PMPI_Wtime();
     unsigned char h[MKTRACE_HEADER_BYTES];
     memset(h, 0, sizeof h);
@@ -669,7 +705,7 @@ static int start(void)
 static void finish(int kind, uint64_t site, uint32_t status, int32_t detail)
 {
     if (!g.active) return;
-    double t = now();
+    double t = enter();
     emit(kind, t, t, site, MKTRACE_NONE, MKTRACE_NONE, 0, 0, MKTRACE_NONE, 0);
     sigset_t block, old;
     sigemptyset(&block);
@@ -711,7 +747,7 @@ static int32_t name_id(const char *name)
 static void annotate(int kind, const char *name, int64_t iteration, uint64_t site)
 {
     if (!g.active) return;
-    double t = now();
+    double t = enter();
     emit(kind, t, t, site, MKTRACE_NONE, name_id(name), iteration, 0, MKTRACE_NONE, 0);
 }
 
@@ -775,7 +811,7 @@ int MPI_Abort(MPI_Comm comm, int errorcode)
     {                                                                                                  \
         if (!g.active) return P##NAME(buf, count, type, dest, tag, comm);                              \
         uint64_t site = SITE();                                                                        \
-        double te = now();                                                                             \
+        double te = enter();                                                                             \
         int rc = P##NAME(buf, count, type, dest, tag, comm);                                           \
         int ci = comm_index(comm);                                                                     \
         emit(KIND, te, now(), site, to_world(ci, dest), tag, tbytes(count, type), comm_id(ci),         \
@@ -794,7 +830,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_C
     uint64_t site = SITE();
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    double te = now();
+    double te = enter();
     int rc = PMPI_Recv(buf, count, type, source, tag, comm, st);
     int ci = comm_index(comm);
     int32_t peer = to_world(ci, source), rtag = tag_of(tag);
@@ -816,7 +852,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_C
     {                                                                                                  \
         if (!g.active) return P##NAME(buf, count, type, dest, tag, comm, req);                         \
         uint64_t site = SITE();                                                                        \
-        double te = now();                                                                             \
+        double te = enter();                                                                             \
         int rc = P##NAME(buf, count, type, dest, tag, comm, req);                                      \
         int ci = comm_index(comm);                                                                     \
         int32_t peer = to_world(ci, dest);                                                             \
@@ -833,7 +869,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_
 {
     if (!g.active) return PMPI_Irecv(buf, count, type, source, tag, comm, req);
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     int rc = PMPI_Irecv(buf, count, type, source, tag, comm, req);
     int ci = comm_index(comm);
     int32_t peer = to_world(ci, source);
@@ -851,7 +887,7 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int
     uint64_t site = SITE();
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    double te = now();
+    double te = enter();
     int rc = PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, st);
     double tx = now();
     int ci = comm_index(comm);
@@ -877,7 +913,7 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status)
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     uint64_t key = *req == MPI_REQUEST_NULL ? 0 : req_key(*req);
-    double te = now();
+    double te = enter();
     int rc = PMPI_Wait(req, st);
     double tx = now();
     emit(MKT_WAIT, te, tx, site, MKTRACE_NONE, MKTRACE_NONE, 0, 0, key ? 1 : 0, 0);
@@ -924,7 +960,7 @@ int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
     uint64_t site = SITE();
     save_keys(n, reqs);
     MPI_Status *st = statuses == MPI_STATUSES_IGNORE ? scratch_st : statuses;
-    double te = now();
+    double te = enter();
     int rc = PMPI_Waitall(n, reqs, st);
     double tx = now();
     emit(MKT_WAITALL, te, tx, site, MKTRACE_NONE, MKTRACE_NONE, 0, 0, live(n), 0);
@@ -940,7 +976,7 @@ int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
     save_keys(n, reqs);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    double te = now();
+    double te = enter();
     int rc = PMPI_Waitany(n, reqs, index, st);
     double tx = now();
     int done = *index != MPI_UNDEFINED && scratch_keys[*index] && reqs[*index] == MPI_REQUEST_NULL;
@@ -955,7 +991,7 @@ int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
     uint64_t site = SITE();
     save_keys(n, reqs);
     MPI_Status *st = statuses == MPI_STATUSES_IGNORE ? scratch_st : statuses;
-    double te = now();
+    double te = enter();
     int rc = PMPI_Waitsome(n, reqs, outcount, indices, st);
     double tx = now();
     int32_t done = 0;
@@ -975,7 +1011,7 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     uint64_t key = *req == MPI_REQUEST_NULL ? 0 : req_key(*req);
-    double te = now();
+    double te = enter();
     int rc = PMPI_Test(req, flag, st);
     double tx = now();
     int done = key && *flag && *req == MPI_REQUEST_NULL;
@@ -990,7 +1026,7 @@ int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[])
     uint64_t site = SITE();
     save_keys(n, reqs);
     MPI_Status *st = statuses == MPI_STATUSES_IGNORE ? scratch_st : statuses;
-    double te = now();
+    double te = enter();
     int rc = PMPI_Testall(n, reqs, flag, st);
     double tx = now();
     emit(MKT_TESTALL, te, tx, site, MKTRACE_NONE, MKTRACE_NONE, 0, 0, *flag ? live(n) : 0, 0);
@@ -1006,7 +1042,7 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
     uint64_t site = SITE();
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    double te = now();
+    double te = enter();
     int rc = PMPI_Probe(source, tag, comm, st);
     int ci = comm_index(comm);
     int32_t peer = to_world(ci, source), rtag = tag_of(tag);
@@ -1027,7 +1063,7 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status
     uint64_t site = SITE();
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    double te = now();
+    double te = enter();
     int rc = PMPI_Iprobe(source, tag, comm, flag, st);
     int ci = comm_index(comm);
     int32_t peer = to_world(ci, source), rtag = tag_of(tag);
@@ -1084,7 +1120,7 @@ int MPI_Barrier(MPI_Comm comm)
 {
     if (!g.active) return PMPI_Barrier(comm);
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     int rc = PMPI_Barrier(comm);
     coll(MKT_BARRIER, te, site, comm, 0, -1);
     return rc;
@@ -1094,7 +1130,7 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
 {
     if (!g.active) return PMPI_Bcast(buf, count, type, root, comm);
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     int rc = PMPI_Bcast(buf, count, type, root, comm);
     coll(MKT_BCAST, te, site, comm, tbytes(count, type), root);
     return rc;
@@ -1104,7 +1140,7 @@ int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_O
 {
     if (!g.active) return PMPI_Reduce(sbuf, rbuf, count, type, op, root, comm);
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     int rc = PMPI_Reduce(sbuf, rbuf, count, type, op, root, comm);
     coll(MKT_REDUCE, te, site, comm, tbytes(count, type), root);
     return rc;
@@ -1114,7 +1150,7 @@ int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MP
 {
     if (!g.active) return PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     int rc = PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);
     coll(MKT_ALLREDUCE, te, site, comm, tbytes(count, type), -1);
     return rc;
@@ -1125,7 +1161,7 @@ int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Da
 {
     if (!g.active) return PMPI_Reduce_scatter(sbuf, rbuf, rcounts, type, op, comm);
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     int rc = PMPI_Reduce_scatter(sbuf, rbuf, rcounts, type, op, comm);
     coll(MKT_REDUCE_SCATTER, te, site, comm, sum_counts(rcounts, comm_size_of(comm), type), -1);
     return rc;
@@ -1136,7 +1172,7 @@ int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int
 {
     if (!g.active) return PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     int rc = PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
     coll(MKT_GATHER, te, site, comm, sbuf == MPI_IN_PLACE ? tbytes(rcount, rtype) : tbytes(scount, stype), root);
     return rc;
@@ -1147,7 +1183,7 @@ int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, co
 {
     if (!g.active) return PMPI_Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm);
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     int rc = PMPI_Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm);
     int64_t b = sbuf == MPI_IN_PLACE ? tbytes(rcounts[comm_rank_of(comm)], rtype) : tbytes(scount, stype);
     coll(MKT_GATHERV, te, site, comm, b, root);
@@ -1159,7 +1195,7 @@ int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, in
 {
     if (!g.active) return PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     int rc = PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
     coll(MKT_SCATTER, te, site, comm, rbuf == MPI_IN_PLACE ? tbytes(scount, stype) : tbytes(rcount, rtype), root);
     return rc;
@@ -1170,7 +1206,7 @@ int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_
 {
     if (!g.active) return PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm);
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     int rc = PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm);
     int64_t b = comm_rank_of(comm) == root ? sum_counts(scounts, comm_size_of(comm), stype) : tbytes(rcount, rtype);
     coll(MKT_SCATTERV, te, site, comm, b, root);
@@ -1182,7 +1218,7 @@ int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, 
 {
     if (!g.active) return PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     int rc = PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
     coll(MKT_ALLGATHER, te, site, comm, sbuf == MPI_IN_PLACE ? tbytes(rcount, rtype) : tbytes(scount, stype), -1);
     return rc;
@@ -1193,7 +1229,7 @@ int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 {
     if (!g.active) return PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm);
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     int rc = PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm);
     int64_t b = sbuf == MPI_IN_PLACE ? tbytes(rcounts[comm_rank_of(comm)], rtype) : tbytes(scount, stype);
     coll(MKT_ALLGATHERV, te, site, comm, b, -1);
@@ -1205,7 +1241,7 @@ int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, i
 {
     if (!g.active) return PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm);
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     int rc = PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm);
     int64_t block = sbuf == MPI_IN_PLACE ? tbytes(rcount, rtype) : tbytes(scount, stype);
     coll(MKT_ALLTOALL, te, site, comm, block * comm_size_of(comm), -1);
@@ -1217,7 +1253,7 @@ int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MP
 {
     if (!g.active) return PMPI_Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm);
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     int rc = PMPI_Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm);
     int n = comm_size_of(comm);
     int64_t b = sbuf == MPI_IN_PLACE ? sum_counts(rcounts, n, rtype) : sum_counts(scounts, n, stype);
@@ -1243,7 +1279,7 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
     if (!g.active) return PMPI_Comm_dup(comm, newcomm);
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     int rc = PMPI_Comm_dup(comm, newcomm);
     created(MKT_COMM_DUP, te, site, comm, rc == MPI_SUCCESS ? *newcomm : MPI_COMM_NULL, MKTRACE_NONE);
     return rc;
@@ -1253,7 +1289,7 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
     if (!g.active) return PMPI_Comm_split(comm, color, key, newcomm);
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     int rc = PMPI_Comm_split(comm, color, key, newcomm);
     created(MKT_COMM_SPLIT, te, site, comm, rc == MPI_SUCCESS ? *newcomm : MPI_COMM_NULL,
             color == MPI_UNDEFINED ? MKTRACE_NONE : color);
@@ -1265,7 +1301,7 @@ int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int period
 {
     if (!g.active) return PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm);
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     int rc = PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm);
     created(MKT_CART_CREATE, te, site, comm, rc == MPI_SUCCESS ? *newcomm : MPI_COMM_NULL, ndims);
     return rc;
@@ -1277,7 +1313,7 @@ int MPI_Comm_free(MPI_Comm *comm)
     uint64_t site = SITE();
     int ci = comm_index(*comm);
     uint32_t id = comm_id(ci);
-    double te = now();
+    double te = enter();
     int rc = PMPI_Comm_free(comm);
     if (ci > 0) g.comms[ci].comm = MPI_COMM_NULL; /* ids are never reused; pending requests keep the ranks */
     emit(MKT_COMM_FREE, te, now(), site, MKTRACE_NONE, MKTRACE_NONE, 0, id, MKTRACE_NONE, 0);
@@ -1363,7 +1399,7 @@ void mpi_abort_(MPI_Fint *comm, MPI_Fint *code, MPI_Fint *ierr)
         F_REAL(real, (void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))  \
         if (!g.active) { real(buf, count, type, dest, tag, comm, ierr); return; }                       \
         uint64_t site = SITE();                                                                         \
-        double te = now();                                                                              \
+        double te = enter();                                                                              \
         real(buf, count, type, dest, tag, comm, ierr);                                                  \
         int ci = comm_index(PMPI_Comm_f2c(*comm));                                                      \
         emit(KIND, te, now(), site, to_world(ci, *dest), *tag, tbytes(*count, PMPI_Type_f2c(*type)),   \
@@ -1380,7 +1416,7 @@ void mpi_recv_(void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *source, MPI
     if (!g.active) { pmpi_recv_(buf, count, type, source, tag, comm, status, ierr); return; }
     uint64_t site = SITE();
     MPI_Fint own[F_STATUS_INTS];
-    double te = now();
+    double te = enter();
     pmpi_recv_(buf, count, type, source, tag, comm, own, ierr);
     if (status != f_status_ignore()) memcpy(status, own, sizeof(MPI_Status));
     int ci = comm_index(PMPI_Comm_f2c(*comm));
@@ -1399,7 +1435,7 @@ void mpi_recv_(void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *source, MPI
                       MPI_Fint *))                                                                       \
         if (!g.active) { real(buf, count, type, peer, tag, comm, req, ierr); return; }                   \
         uint64_t site = SITE();                                                                          \
-        double te = now();                                                                               \
+        double te = enter();                                                                               \
         real(buf, count, type, peer, tag, comm, req, ierr);                                              \
         int ci = comm_index(PMPI_Comm_f2c(*comm));                                                       \
         int32_t p = to_world(ci, *peer), t = tag_of(*tag);                                               \
@@ -1427,7 +1463,7 @@ void mpi_wait_(MPI_Fint *req, MPI_Fint *status, MPI_Fint *ierr)
     MPI_Request c = PMPI_Request_f2c(*req);
     uint64_t key = c == MPI_REQUEST_NULL ? 0 : req_key(c);
     MPI_Fint own[F_STATUS_INTS];
-    double te = now();
+    double te = enter();
     pmpi_wait_(req, own, ierr);
     double tx = now();
     if (status != f_status_ignore()) memcpy(status, own, sizeof(MPI_Status));
@@ -1451,7 +1487,7 @@ void mpi_waitall_(MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *statuses, MPI_Fint 
         MPI_Request c = PMPI_Request_f2c(reqs[i]);
         scratch_keys[i] = c == MPI_REQUEST_NULL ? 0 : req_key(c);
     }
-    double te = now();
+    double te = enter();
     pmpi_waitall_(count, reqs, own, ierr);
     double tx = now();
     if (statuses != f_statuses_ignore()) memcpy(statuses, own, (size_t)n * per * sizeof(MPI_Fint));
@@ -1467,7 +1503,7 @@ void mpi_barrier_(MPI_Fint *comm, MPI_Fint *ierr)
     F_REAL(pmpi_barrier_, (MPI_Fint *, MPI_Fint *))
     if (!g.active) { pmpi_barrier_(comm, ierr); return; }
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     pmpi_barrier_(comm, ierr);
     coll(MKT_BARRIER, te, site, PMPI_Comm_f2c(*comm), 0, -1);
 }
@@ -1477,7 +1513,7 @@ void mpi_bcast_(void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *root, MPI_
     F_REAL(pmpi_bcast_, (void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
     if (!g.active) { pmpi_bcast_(buf, count, type, root, comm, ierr); return; }
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     pmpi_bcast_(buf, count, type, root, comm, ierr);
     coll(MKT_BCAST, te, site, PMPI_Comm_f2c(*comm), tbytes(*count, PMPI_Type_f2c(*type)), *root);
 }
@@ -1488,7 +1524,7 @@ void mpi_reduce_(void *sbuf, void *rbuf, MPI_Fint *count, MPI_Fint *type, MPI_Fi
     F_REAL(pmpi_reduce_, (void *, void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
     if (!g.active) { pmpi_reduce_(sbuf, rbuf, count, type, op, root, comm, ierr); return; }
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     pmpi_reduce_(sbuf, rbuf, count, type, op, root, comm, ierr);
     coll(MKT_REDUCE, te, site, PMPI_Comm_f2c(*comm), tbytes(*count, PMPI_Type_f2c(*type)), *root);
 }
@@ -1499,7 +1535,7 @@ void mpi_allreduce_(void *sbuf, void *rbuf, MPI_Fint *count, MPI_Fint *type, MPI
     F_REAL(pmpi_allreduce_, (void *, void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
     if (!g.active) { pmpi_allreduce_(sbuf, rbuf, count, type, op, comm, ierr); return; }
     uint64_t site = SITE();
-    double te = now();
+    double te = enter();
     pmpi_allreduce_(sbuf, rbuf, count, type, op, comm, ierr);
     coll(MKT_ALLREDUCE, te, site, PMPI_Comm_f2c(*comm), tbytes(*count, PMPI_Type_f2c(*type)), -1);
 }

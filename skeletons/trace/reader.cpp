@@ -1,4 +1,4 @@
-// Reader of format v2 (README.md): header, fixed-size records, footer (count, FNV-1a checksum, status,
+// Reader of formats v2 and v3 (README.md): header, fixed-size records, footer (count, FNV-1a checksum, status,
 // call-site table, annotation names); run.json with nlohmann_json. Bytes are decoded explicitly as little-endian.
 #include "skeletons/trace/reader.hpp"
 
@@ -235,7 +235,7 @@ void check_annotations(const RankTrace& t, std::uint64_t records_begin) {
   for (std::size_t i = 0; i < t.events.size(); ++i) {
     const Event& e = t.events[i];
     if (!is_annotation(e.kind)) continue;
-    const std::uint64_t at = records_begin + i * MKTRACE_RECORD_BYTES;
+    const std::uint64_t at = records_begin + i * t.record_bytes;
     const std::string where = "record " + std::to_string(i) + " (" + std::string(kind_name(e.kind)) + " " + label(e.tag) + "): ";
     if (named && (e.tag < 0 || static_cast<std::size_t>(e.tag) >= t.names.size()))
       throw TraceError(t.file, at, where + "name id out of range (" + std::to_string(t.names.size()) + " names)");
@@ -265,9 +265,12 @@ RankTrace read_rank_file(const std::string& path) {
   if (!c.at(MKTRACE_MAGIC)) c.fail(0, "bad magic: not a mktrace file (expected \"MKTRACE1\")");
   c.take(8, "magic");
   const std::uint32_t version = c.u32("version");
-  if (version != MKTRACE_VERSION)
-    c.fail(8, "format version " + std::to_string(version) + " is not supported (this reader reads version " +
+  if (version != MKTRACE_VERSION && version != 2)
+    c.fail(8, "format version " + std::to_string(version) + " is not supported (this reader reads versions 2 and " +
                    std::to_string(MKTRACE_VERSION) + ")");
+  // v3 added the record's last field, the CPU time of the gap before it
+  const std::uint32_t expected_bytes = version == 2 ? MKTRACE_RECORD_BYTES_V2 : MKTRACE_RECORD_BYTES;
+  t.record_bytes = expected_bytes;
   t.rank = static_cast<int>(c.u32("rank"));
   t.world_size = static_cast<int>(c.u32("world size"));
   t.flags = c.u32("flags");
@@ -277,12 +280,12 @@ RankTrace read_rank_file(const std::string& path) {
   c.u32("reserved");
   if (t.world_size <= 0 || t.rank < 0 || t.rank >= t.world_size)
     c.fail(12, "rank " + std::to_string(t.rank) + " of world size " + std::to_string(t.world_size) + " (corrupted)");
-  if (record_bytes != MKTRACE_RECORD_BYTES)
-    c.fail(40, "record size " + std::to_string(record_bytes) + ", version " + std::to_string(MKTRACE_VERSION) + " has " +
-                   std::to_string(MKTRACE_RECORD_BYTES));
+  if (record_bytes != expected_bytes)
+    c.fail(40, "record size " + std::to_string(record_bytes) + ", version " + std::to_string(version) + " has " +
+                   std::to_string(expected_bytes));
 
   const std::uint64_t records_begin = c.offset();
-  t.events.reserve(c.left() / MKTRACE_RECORD_BYTES);
+  t.events.reserve(c.left() / expected_bytes);
   while (true) {
     if (c.left() == 0) {  // whole records and no footer: the rank never wrote one
       t.status = Status::INCOMPLETE;
@@ -295,9 +298,9 @@ RankTrace read_rank_file(const std::string& path) {
       return t;
     }
     const std::uint64_t at = c.offset();
-    if (c.left() < MKTRACE_RECORD_BYTES)
+    if (c.left() < expected_bytes)
       c.fail(at, "truncated record " + std::to_string(t.events.size()) + ": " + std::to_string(c.left()) +
-                     " of " + std::to_string(MKTRACE_RECORD_BYTES) + " bytes");
+                     " of " + std::to_string(expected_bytes) + " bytes");
     const auto code = static_cast<std::uint16_t>(c.u(2, "kind"));
     if (!is_kind(code)) c.fail(at, "record " + std::to_string(t.events.size()) + ": unknown kind " + std::to_string(code) + " (corrupted)");
     Event e;
@@ -314,6 +317,12 @@ RankTrace read_rank_file(const std::string& path) {
     e.root = static_cast<std::int32_t>(c.u32("root"));
     e.comm = c.u32("comm");
     e.request = c.u32("request");
+    if (version != 2) {
+      e.cpu_gap = c.f64("cpu_gap");
+      if (!(e.cpu_gap >= 0 || e.cpu_gap == -1.0) || !std::isfinite(e.cpu_gap))
+        c.fail(at, "record " + std::to_string(t.events.size()) + " (" + std::string(kind_name(e.kind)) +
+                       "): impossible CPU time " + std::to_string(e.cpu_gap) + " (corrupted)");
+    }
     if (!std::isfinite(e.t_enter) || !std::isfinite(e.t_exit) || e.t_exit < e.t_enter || e.bytes < 0)
       c.fail(at, "record " + std::to_string(t.events.size()) + " (" + std::string(kind_name(e.kind)) +
                      "): impossible times or size (corrupted)");
@@ -343,10 +352,10 @@ Run read_run(const std::string& dir, const ReadOptions& options) {
     };
     if (j.at("format").get<std::string>() != "mktrace-run")
       throw TraceError(json_path, TraceError::NO_OFFSET, "/format: expected \"mktrace-run\"");
-    if (integer("version") != static_cast<int>(MKTRACE_VERSION))
+    if (integer("version") != static_cast<int>(MKTRACE_RUN_VERSION))
       throw TraceError(json_path, TraceError::NO_OFFSET,
                        "/version: " + j.at("version").dump() + " is not supported (this reader reads version " +
-                           std::to_string(MKTRACE_VERSION) + ")");
+                           std::to_string(MKTRACE_RUN_VERSION) + ")");
     run.P = integer("P");
     if (run.P <= 0) throw TraceError(json_path, TraceError::NO_OFFSET, "/P: must be positive");
     run.command = j.at("command").get<std::vector<std::string>>();

@@ -4,6 +4,7 @@
 
 #include "skeletons/trace/kinds.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <stdexcept>
@@ -50,6 +51,13 @@ struct Event {
   std::uint32_t request = 0;  ///< request id (0 = none), ties an isend/irecv to its COMPLETE record
   std::uint64_t site = 0;     ///< call-site hash, key of RankTrace::sites
   std::uint16_t flags = 0;    ///< MKTRACE_POSTED_ANY_SOURCE / _TAG: the wildcards a receive was posted with
+  /// Thread CPU seconds between the previous record's exit and this record's entry (format v3, traced with
+  /// MKTRACE_CPU_TIME=1); -1 when not measured. The gap's wall time includes time spent waiting for a core.
+  double cpu_gap = -1;
+
+  /** @brief The compute before this record, after a record that exited at prev_exit: its CPU time when the
+   *  tracer measured it, else the wall-clock gap. */
+  double gap_after(double prev_exit) const { return cpu_gap >= 0 ? cpu_gap : std::max(0.0, t_enter - prev_exit); }
 
   bool posted_any_source() const { return (flags & MKTRACE_POSTED_ANY_SOURCE) != 0; }
   bool posted_any_tag() const { return (flags & MKTRACE_POSTED_ANY_TAG) != 0; }
@@ -83,6 +91,7 @@ struct RankTrace {
   int rank = 0;
   int world_size = 0;
   std::uint32_t flags = 0;     ///< MKTRACE_FLAG_* of the header
+  std::uint32_t record_bytes = MKTRACE_RECORD_BYTES;  ///< of the file's format version (56 for v2)
   double tick_s = 0;           ///< MPI_Wtick
   double t0_s = 0;             ///< MPI_Wtime at MPI_Init (clock of this rank)
   Status status = Status::INCOMPLETE;

@@ -108,6 +108,7 @@ std::string fixture_rank_file() {
     put(s, static_cast<std::uint32_t>(-1), 4);  // root
     put(s, 0, 4);                               // comm
     put(s, 0, 4);                               // request
+    put(s, std::bit_cast<std::uint64_t>(t > 0 ? 5e-4 : -1.0), 8);  // cpu_gap (v3)
   };
   record(trace::Kind::INIT, -1, 0, 0, -1);
   record(trace::Kind::SEND, 0, 1e-3, 64, 5);
@@ -141,7 +142,7 @@ const fs::path& rank_run_dir() {
     const fs::path d = scratch().dir("trace_rank");
     write_file(d / "rank-0.mkt", fixture_rank_file());
     std::string why;
-    for (int version : {static_cast<int>(MKTRACE_VERSION), 1}) {
+    for (int version : {static_cast<int>(MKTRACE_RUN_VERSION), 1}) {
       write_file(d / "run.json", fixture_run_json(version));
       try {
         (void)trace::read_run(d.string());
