@@ -98,8 +98,9 @@ static struct {
     int fd;
     int rank, size;
     double t0;
-    int cpu_gaps, cpu_fresh;     /* MKTRACE_CPU_TIME=1; an entry sampled the CPU clock since the last record */
-    double cpu_enter, cpu_exit;  /* thread CPU seconds at that entry, and after the last record */
+    int cpu_gaps, cpu_fresh;  /* MKTRACE_CPU_TIME=1; a call entered and its first record is not written yet */
+    double cpu_gap_next;      /* the CPU time of the gap before that call */
+    double cpu_exit, wall_exit; /* thread CPU seconds and now() at the exit of the last call */
     mkt_record *buf;
     size_t n, cap;
     uint64_t total;
@@ -264,15 +265,21 @@ static double cpu_now(void)
 }
 
 /* The entry of a traced call: its time, and with MKTRACE_CPU_TIME=1 the CPU time the thread used since the
- * previous record's exit (a syscall of ~1 us here, so only on request: the launcher asks for it when the ranks
- * outnumber the cores, where wall-clock gaps include the time a rank waited for a core). */
+ * previous record's exit (a system call of ~1.3 us on our VM, so only on request: the launcher asks for it when the
+ * ranks outnumber the cores, where wall-clock gaps include the time a rank waited for a core). A gap shorter than
+ * MKT_CPU_SHORT_S of wall-clock time is its own CPU time (CPU time never exceeds it, and a rank descheduled in
+ * between would have a gap of a scheduler slice): communication loops then pay one sample per call, not two. */
+#define MKT_CPU_SHORT_S 10e-6
 static double enter(void)
 {
+    double t = now();
     if (g.cpu_gaps) {
-        g.cpu_enter = cpu_now();
+        const double wall = t - g.wall_exit;
+        g.cpu_gap_next = wall < MKT_CPU_SHORT_S ? (wall > 0 ? wall : 0.0) : cpu_now() - g.cpu_exit;
+        if (g.cpu_gap_next < 0) g.cpu_gap_next = 0;
         g.cpu_fresh = 1;
     }
-    return now();
+    return t;
 }
 
 static void emit(int kind, double te, double tx, uint64_t site, int32_t peer, int32_t tag, int64_t bytes,
@@ -304,10 +311,15 @@ static void emit(int kind, double te, double tx, uint64_t site, int32_t peer, in
     r->request = request;
     r->cpu_gap = -1.0;
     if (g.cpu_gaps) {
-        /* the first record of a call carries the gap; the further records of the same call (completions) none */
-        r->cpu_gap = g.cpu_fresh ? (g.cpu_enter > g.cpu_exit ? g.cpu_enter - g.cpu_exit : 0.0) : 0.0;
-        g.cpu_fresh = 0;
-        g.cpu_exit = cpu_now();
+        /* the first record of a call carries the gap and samples the clock at the call's exit; its further records
+         * (completions, written microseconds later) carry none */
+        r->cpu_gap = 0.0;
+        if (g.cpu_fresh) {
+            r->cpu_gap = g.cpu_gap_next;
+            g.cpu_fresh = 0;
+            g.cpu_exit = cpu_now();
+            g.wall_exit = tx;
+        }
     }
     __atomic_signal_fence(__ATOMIC_SEQ_CST); /* a signal handler sees whole records only */
     ++g.n;
@@ -674,6 +686,7 @@ static int start(void)
     if (g.cpu_gaps) {
         flags |= MKTRACE_FLAG_CPU_GAPS;
         g.cpu_exit = cpu_now();
+        g.wall_exit = 0.0;
     }
     g.t0 = PMPI_Wtime();
     unsigned char h[MKTRACE_HEADER_BYTES];
