@@ -345,3 +345,104 @@ TEST(DiagnoseCli, UsageErrors) {
   EXPECT_EQ(sim::cmd_diagnose({"--help"}, out, err), 0);
   EXPECT_NE(out.str().find("mksim diagnose"), std::string::npos);
 }
+
+// The injected problems of the acceptance, in the reference programs themselves (skeletons/examples): the problem
+// is written into the skeleton's text, found and ranked first, and its predicted gain compared with the replay of
+// the fixed program, written independently as another edit of the same text.
+namespace {
+
+/** @brief The reference skeleton's text with `from` replaced by `to` (which must be there once), as a file. */
+std::string edited(const std::string& name, const std::vector<std::pair<std::string, std::string>>& edits, const std::string& as) {
+  std::string json = read_text(SRC + "/skeletons/examples/" + name);
+  for (const auto& [from, to] : edits) {
+    const auto at = json.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at == std::string::npos) continue;
+    EXPECT_EQ(json.find(from, at + 1), std::string::npos) << from << " is not unique";
+    json.replace(at, from.size(), to);
+  }
+  const std::string path = temp_path(as);
+  std::ofstream(path) << json;
+  return path;
+}
+
+}  // namespace
+
+TEST(DiagnoseInjected, Atm2dWithAnOverloadedRankIsFirstWithTheGainOfTheBalancedProgram) {
+  const std::string physics = "\"flops_per_point * lx * ly\"";
+  const std::string sick = edited("atm2d.json", {{physics, "\"flops_per_point * lx * ly * if(rank == 5, 3, 1)\""}}, "atm2d-hot.json");
+  std::string text;
+  const results::Diagnosis d = diagnose_cli(sick, 16, {}, &text);
+  std::printf("%s", text.c_str());
+  std::fflush(stdout);
+  ASSERT_FALSE(d.problems.empty());
+  const results::Problem& first = d.problems.front();
+  EXPECT_EQ(first.kind, "imbalance");
+  EXPECT_EQ(first.block, "physics");
+  EXPECT_NE(first.ranks.find("rank 5 "), std::string::npos) << first.ranks;
+  EXPECT_EQ(first.method.rfind("simulated", 0), 0u) << first.method;
+  EXPECT_GE(first.gain_pct, THRESHOLD_PCT);
+  const std::string fixed = edited("atm2d.json", {{physics, "\"flops_per_point * lx * ly * (P - 1 + 3) / P\""}}, "atm2d-fixed.json");
+  expect_gain_close(first.gain_s, d.baseline_time_s - replay_time(skeletons::load_skeleton(fixed), 16, {}), "atm2d, rank 5 at 3x");
+  fs::remove(sick);
+  fs::remove(fixed);
+}
+
+TEST(DiagnoseInjected, CgWithALateSenderIsFoundWithItsCauseAndTheGainOfTheOnTimeProgram) {
+  // rank 0 computes before it posts its halo: rank 1 waits for the message, then everybody at the allreduce
+  const std::string halo = "{\"op\": \"if\", \"cond\": \"rank > 0\", \"phase\": \"halo\"";
+  const auto with = [&](const std::string& flops) {
+    return edited("cg.json", {{halo, "{\"op\": \"compute\", \"id\": \"late-work\", \"flops\": \"if(rank == 0, " + flops + ", 0)\"},\n      " + halo}},
+                  "cg-late-" + flops + ".json");
+  };
+  const std::string sick = with("4e6");
+  std::string text;
+  const results::Diagnosis d = diagnose_cli(sick, 16, {}, &text);
+  std::printf("%s", text.c_str());
+  std::fflush(stdout);
+  ASSERT_FALSE(d.problems.empty());
+  const results::Problem* late = find(d, "late_sender", "halo-wait");
+  ASSERT_NE(late, nullptr) << text;
+  EXPECT_NE(late->ranks.find("caused by rank 0"), std::string::npos) << late->ranks;
+  EXPECT_NE(late->action.find("late-work"), std::string::npos) << late->action;
+  // first: the late work itself (the cause, ranked before its symptoms at the same gain) or a wait it causes
+  const results::Problem& first = d.problems.front();
+  EXPECT_TRUE(first.block == "late-work" || first.action.find("late-work") != std::string::npos) << first.kind << " " << first.block;
+  EXPECT_GE(first.gain_pct, THRESHOLD_PCT);
+  const std::string on_time = with("0");
+  expect_gain_close(first.gain_s, d.baseline_time_s - replay_time(skeletons::load_skeleton(on_time), 16, {}), "cg, late sender");
+  fs::remove(sick);
+  fs::remove(on_time);
+}
+
+TEST(DiagnoseInjected, CgWithTinyMessagesInALoopIsFirstWithTheGainOfTheAggregatedLoop) {
+  // after each iteration's update, 64 rounds of 8 bytes around a ring with a little work in between
+  const std::string update = "{\"op\": \"compute\", \"id\": \"update-p\", \"phase\": \"update\", \"flops\": \"2 * rows\", \"doc\": \"p = r + beta p\"}";
+  const auto with = [&](int count, int bytes, int flops) {
+    const std::string loop = ",\n      {\"op\": \"loop\", \"id\": \"chatter\", \"count\": \"" + std::to_string(count) + "\", \"body\": [" +
+                             "{\"op\": \"irecv\", \"id\": \"chatter-recv\", \"peer\": \"(rank - 1) % P\", \"size\": \"" + std::to_string(bytes) +
+                             "\", \"tag\": 9}, {\"op\": \"isend\", \"id\": \"chatter-send\", \"peer\": \"(rank + 1) % P\", \"size\": \"" +
+                             std::to_string(bytes) + "\", \"tag\": 9}, {\"op\": \"waitall\", \"id\": \"chatter-wait\"}, " +
+                             "{\"op\": \"compute\", \"id\": \"chatter-work\", \"flops\": \"" + std::to_string(flops) + "\"}]}";
+    return edited("cg.json", {{update, update + loop}}, "cg-chatter-" + std::to_string(count) + ".json");
+  };
+  const std::string sick = with(64, 8, 100);
+  std::string text;
+  const results::Diagnosis d = diagnose_cli(sick, 16, {}, &text);
+  std::printf("%s", text.c_str());
+  std::fflush(stdout);
+  ASSERT_FALSE(d.problems.empty());
+  const results::Problem& first = d.problems.front();
+  EXPECT_EQ(first.kind, "granularity");
+  EXPECT_EQ(first.block, "chatter");
+  EXPECT_GE(first.gain_pct, THRESHOLD_PCT);
+  const double k = number_after(first.action, "aggregate ");
+  ASSERT_GE(k, 2) << first.action;
+  ASSERT_EQ(64 % static_cast<int>(k), 0) << first.action;
+  const int ki = static_cast<int>(k);
+  const std::string fixed = with(64 / ki, 8 * ki, 100 * ki);
+  expect_gain_close(first.gain_s, d.baseline_time_s - replay_time(skeletons::load_skeleton(fixed), 16, {}),
+                    "cg, tiny messages, k=" + std::to_string(ki));
+  fs::remove(sick);
+  fs::remove(fixed);
+}
