@@ -45,6 +45,31 @@ results::Diagnosis diagnose_cli(const std::string& skeleton, int P, const std::v
   return d;
 }
 
+/** @brief diagnose_cli, its table printed (and flushed before the next fork). */
+results::Diagnosis diagnose_shown(const std::string& skeleton, int P, const std::vector<std::string>& params, std::string& text) {
+  results::Diagnosis d = diagnose_cli(skeleton, P, params, &text);
+  std::printf("%s", text.c_str());
+  std::fflush(stdout);
+  return d;
+}
+
+/** @brief The first problem is of `kind` in `block`, above the threshold. */
+void expect_first(const results::Diagnosis& d, const std::string& kind, const std::string& block) {
+  ASSERT_FALSE(d.problems.empty());
+  const results::Problem& first = d.problems.front();
+  EXPECT_EQ(first.kind, kind);
+  EXPECT_EQ(first.block, block);
+  EXPECT_GE(first.gain_pct, THRESHOLD_PCT);
+}
+
+/** @brief The first problem is a simulated imbalance of `block` on `rank`, above the threshold. */
+void expect_simulated_imbalance_first(const results::Diagnosis& d, const std::string& block, int rank) {
+  ASSERT_NO_FATAL_FAILURE(expect_first(d, "imbalance", block));
+  const results::Problem& first = d.problems.front();
+  EXPECT_NE(first.ranks.find("rank " + std::to_string(rank) + " "), std::string::npos) << first.ranks;
+  EXPECT_EQ(first.method.rfind("simulated", 0), 0u) << first.method;
+}
+
 double replay_time(const skeletons::Skeleton& sk, int P, const std::map<std::string, double>& params) {
   sim::ReplayOptions o;
   o.platform_path = PARAGON;
@@ -141,16 +166,9 @@ TEST(DiagnoseReplay, WhatIfsChangeOnlyWhatTheySay) {
 
 TEST(Diagnose, ImbalancedRankIsFirstWithTheGainOfTheBalancedProgram) {
   std::string text;
-  const results::Diagnosis d = diagnose_cli(DATA + "imbalance.json", 8, {}, &text);
-  std::printf("%s", text.c_str());
-  std::fflush(stdout);  // before the next fork
-  ASSERT_FALSE(d.problems.empty());
+  const results::Diagnosis d = diagnose_shown(DATA + "imbalance.json", 8, {}, text);
+  ASSERT_NO_FATAL_FAILURE(expect_simulated_imbalance_first(d, "work", 3));
   const results::Problem& first = d.problems.front();
-  EXPECT_EQ(first.kind, "imbalance");
-  EXPECT_EQ(first.block, "work");
-  EXPECT_NE(first.ranks.find("rank 3 "), std::string::npos) << first.ranks;
-  EXPECT_EQ(first.method.rfind("simulated", 0), 0u) << first.method;
-  EXPECT_GE(first.gain_pct, THRESHOLD_PCT);
   // the fixed program, written independently: every rank does the mean work
   std::string json = read_text(DATA + "imbalance.json");
   const std::string hot = "\"t_work * if(rank == hot, extra, 1)\"";
@@ -164,9 +182,7 @@ TEST(Diagnose, ImbalancedRankIsFirstWithTheGainOfTheBalancedProgram) {
 
 TEST(Diagnose, OversizedPipelineBlocksAreFirstWithTheGainOfTheBetterGrain) {
   std::string text;
-  const results::Diagnosis d = diagnose_cli(SRC + "/skeletons/examples/pge1.json", 16, {"K=256"}, &text);
-  std::printf("%s", text.c_str());
-  std::fflush(stdout);  // before the next fork
+  const results::Diagnosis d = diagnose_shown(SRC + "/skeletons/examples/pge1.json", 16, {"K=256"}, text);
   ASSERT_FALSE(d.problems.empty());
   const results::Problem& first = d.problems.front();
   EXPECT_EQ(first.kind, "pipeline_grain");
@@ -183,14 +199,9 @@ TEST(Diagnose, OversizedPipelineBlocksAreFirstWithTheGainOfTheBetterGrain) {
 
 TEST(Diagnose, TinyMessagesInALoopAreFirstWithTheGainOfTheAggregatedLoop) {
   std::string text;
-  const results::Diagnosis d = diagnose_cli(DATA + "tiny_messages.json", 8, {}, &text);
-  std::printf("%s", text.c_str());
-  std::fflush(stdout);  // before the next fork
-  ASSERT_FALSE(d.problems.empty());
+  const results::Diagnosis d = diagnose_shown(DATA + "tiny_messages.json", 8, {}, text);
+  ASSERT_NO_FATAL_FAILURE(expect_first(d, "granularity", "chatter"));
   const results::Problem& first = d.problems.front();
-  EXPECT_EQ(first.kind, "granularity");
-  EXPECT_EQ(first.block, "chatter");
-  EXPECT_GE(first.gain_pct, THRESHOLD_PCT);
   const double k = number_after(first.action, "aggregate ");
   ASSERT_GE(k, 2) << first.action;
   // the aggregated program, written with the skeleton's parameters: iters/k iterations of k times the data and work
@@ -201,9 +212,7 @@ TEST(Diagnose, TinyMessagesInALoopAreFirstWithTheGainOfTheAggregatedLoop) {
 
 TEST(Diagnose, LateSenderIsFoundWithItsCauseAndTheGainOfTheOnTimeProgram) {
   std::string text;
-  const results::Diagnosis d = diagnose_cli(DATA + "late_sender.json", 8, {}, &text);
-  std::printf("%s", text.c_str());
-  std::fflush(stdout);  // before the next fork
+  const results::Diagnosis d = diagnose_shown(DATA + "late_sender.json", 8, {}, text);
   const results::Problem* late = find(d, "late_sender", "shift-wait");
   ASSERT_NE(late, nullptr) << text;
   EXPECT_NE(late->ranks.find("caused by rank 0"), std::string::npos) << late->ranks;
@@ -221,9 +230,7 @@ TEST(Diagnose, LateSenderIsFoundWithItsCauseAndTheGainOfTheOnTimeProgram) {
 TEST(Diagnose, LateReceiverIsFoundWithItsCauseAndTheGainOfTheOnTimeProgram) {
   // rank 0 sends 1 MiB (rendezvous) to rank 1, which computes 30 ms more before posting its receive
   std::string text;
-  const results::Diagnosis d = diagnose_cli(DATA + "late_receiver.json", 4, {}, &text);
-  std::printf("%s", text.c_str());
-  std::fflush(stdout);  // before the next fork
+  const results::Diagnosis d = diagnose_shown(DATA + "late_receiver.json", 4, {}, text);
   const results::Problem* late = find(d, "late_receiver", "big-send");
   ASSERT_NE(late, nullptr) << text;
   EXPECT_NE(late->ranks.find("rank 0 waits most"), std::string::npos) << late->ranks;
@@ -240,9 +247,7 @@ TEST(Diagnose, LateReceiverIsFoundWithItsCauseAndTheGainOfTheOnTimeProgram) {
 TEST(Diagnose, LateArrivalAtAnAllreduceIsFoundWithItsCauseAndTheGainOfTheOnTimeProgram) {
   // rank 3 computes 2 ms more per step than the others before the allreduce they all wait in
   std::string text;
-  const results::Diagnosis d = diagnose_cli(DATA + "collective_wait.json", 8, {}, &text);
-  std::printf("%s", text.c_str());
-  std::fflush(stdout);  // before the next fork
+  const results::Diagnosis d = diagnose_shown(DATA + "collective_wait.json", 8, {}, text);
   const results::Problem* wait = find(d, "collective_wait", "sum");
   ASSERT_NE(wait, nullptr) << text;
   EXPECT_NE(wait->ranks.find("caused by rank 3"), std::string::npos) << wait->ranks;
@@ -271,9 +276,7 @@ TEST(Diagnose, LateArrivalAtAnAllreduceIsFoundWithItsCauseAndTheGainOfTheOnTimeP
 namespace {
 void expect_nothing_above_threshold(const std::string& skeleton, int P, const std::vector<std::string>& params) {
   std::string text;
-  const results::Diagnosis d = diagnose_cli(skeleton, P, params, &text);
-  std::printf("%s", text.c_str());
-  std::fflush(stdout);  // before the next fork
+  const results::Diagnosis d = diagnose_shown(skeleton, P, params, text);
   EXPECT_GT(d.baseline_time_s, 0);
   for (const auto& p : d.problems) EXPECT_LT(p.gain_pct, THRESHOLD_PCT) << p.kind << " " << p.block << ": " << p.method;
   EXPECT_NE(text.find(" 0 above the 5% threshold"), std::string::npos) << text;
@@ -292,9 +295,7 @@ TEST(DiagnoseReference, Pge1AtItsGoodGrainHasNoProblemAboveThreshold) {
 
 TEST(DiagnoseReference, Pge1AtTheFileDefaultGrainGetsTheBetterGrain) {
   std::string text;
-  const results::Diagnosis d = diagnose_cli(SRC + "/skeletons/examples/pge1.json", 16, {"K=8"}, &text);
-  std::printf("%s", text.c_str());
-  std::fflush(stdout);
+  const results::Diagnosis d = diagnose_shown(SRC + "/skeletons/examples/pge1.json", 16, {"K=8"}, text);
   ASSERT_FALSE(d.problems.empty());
   EXPECT_EQ(d.problems.front().kind, "pipeline_grain");
   EXPECT_EQ(d.problems.front().action, "set K = 16 (now 8)");
@@ -372,16 +373,9 @@ TEST(DiagnoseInjected, Atm2dWithAnOverloadedRankIsFirstWithTheGainOfTheBalancedP
   const std::string physics = "\"flops_per_point * lx * ly\"";
   const std::string sick = edited("atm2d.json", {{physics, "\"flops_per_point * lx * ly * if(rank == 5, 3, 1)\""}}, "atm2d-hot.json");
   std::string text;
-  const results::Diagnosis d = diagnose_cli(sick, 16, {}, &text);
-  std::printf("%s", text.c_str());
-  std::fflush(stdout);
-  ASSERT_FALSE(d.problems.empty());
+  const results::Diagnosis d = diagnose_shown(sick, 16, {}, text);
+  ASSERT_NO_FATAL_FAILURE(expect_simulated_imbalance_first(d, "physics", 5));
   const results::Problem& first = d.problems.front();
-  EXPECT_EQ(first.kind, "imbalance");
-  EXPECT_EQ(first.block, "physics");
-  EXPECT_NE(first.ranks.find("rank 5 "), std::string::npos) << first.ranks;
-  EXPECT_EQ(first.method.rfind("simulated", 0), 0u) << first.method;
-  EXPECT_GE(first.gain_pct, THRESHOLD_PCT);
   const std::string fixed = edited("atm2d.json", {{physics, "\"flops_per_point * lx * ly * (P - 1 + 3) / P\""}}, "atm2d-fixed.json");
   expect_gain_close(first.gain_s, d.baseline_time_s - replay_time(skeletons::load_skeleton(fixed), 16, {}), "atm2d, rank 5 at 3x");
   fs::remove(sick);
@@ -397,9 +391,7 @@ TEST(DiagnoseInjected, CgWithALateSenderIsFoundWithItsCauseAndTheGainOfTheOnTime
   };
   const std::string sick = with("4e6");
   std::string text;
-  const results::Diagnosis d = diagnose_cli(sick, 16, {}, &text);
-  std::printf("%s", text.c_str());
-  std::fflush(stdout);
+  const results::Diagnosis d = diagnose_shown(sick, 16, {}, text);
   ASSERT_FALSE(d.problems.empty());
   const results::Problem* late = find(d, "late_sender", "halo-wait");
   ASSERT_NE(late, nullptr) << text;
@@ -428,14 +420,9 @@ TEST(DiagnoseInjected, CgWithTinyMessagesInALoopIsFirstWithTheGainOfTheAggregate
   };
   const std::string sick = with(64, 8, 100);
   std::string text;
-  const results::Diagnosis d = diagnose_cli(sick, 16, {}, &text);
-  std::printf("%s", text.c_str());
-  std::fflush(stdout);
-  ASSERT_FALSE(d.problems.empty());
+  const results::Diagnosis d = diagnose_shown(sick, 16, {}, text);
+  ASSERT_NO_FATAL_FAILURE(expect_first(d, "granularity", "chatter"));
   const results::Problem& first = d.problems.front();
-  EXPECT_EQ(first.kind, "granularity");
-  EXPECT_EQ(first.block, "chatter");
-  EXPECT_GE(first.gain_pct, THRESHOLD_PCT);
   const double k = number_after(first.action, "aggregate ");
   ASSERT_GE(k, 2) << first.action;
   ASSERT_EQ(64 % static_cast<int>(k), 0) << first.action;
