@@ -126,7 +126,16 @@ struct ModelFacts {
 
 std::string model_child(const Skeleton& sk, const DiagnoseOptions& o, int P_large) {
   const int P = o.run.P;
-  const MachineModel m = load_machine_model(o.run.platform_path, std::max(P, P_large));
+  const MachineModel m = load_machine_model(o.run.platform_path, P);
+  std::vector<std::string> notes;
+  if (P_large > m.hosts && m.hosts > P) {  // as far as the machine goes: P = 128 on the 256-node Paragon looks at 256
+    notes.push_back("scaling: the model at P=" + std::to_string(m.hosts) + ", the platform's " + std::to_string(m.hosts) +
+                    " hosts, not " + std::to_string(o.scale_factor) + " x P = " + std::to_string(P_large));
+    P_large = m.hosts;
+  } else if (P_large > m.hosts) {
+    notes.push_back("scaling: the platform has no hosts beyond P=" + std::to_string(P) + "; scaling detector skipped");
+    P_large = 0;
+  }
   nlohmann::json j;
   j["send_s"] = m.send_overhead_s;
   j["recv_s"] = m.recv_overhead_s;
@@ -141,7 +150,6 @@ std::string model_child(const Skeleton& sk, const DiagnoseOptions& o, int P_larg
   mo.skew = false;  // the replay has no skew: compare like with like
   const AnalyticModel at_P = derive_model(sk, m, mo);
   j["T_P"] = at_P.value_s;
-  std::vector<std::string> notes;
   std::map<std::pair<std::string, std::string>, std::pair<double, double>> terms;  // (phase, kind) -> (P, large)
   for (const auto& t : at_P.terms) terms[{t.phase, t.kind}].first += t.value_s;
   j["P_large"] = 0;
@@ -656,7 +664,7 @@ results::Diagnosis diagnose(const Skeleton& sk, const DiagnoseOptions& o) {
                                          : t.kind == "collective" ? " (log P or worse: fewer or combined collectives)" : "");
         p.gain_s = 0;
         p.formula_gain_s = t.at_large_s - t.at_P_s;
-        p.method = "model (seed 000 s.4 phase terms at P and " + std::to_string(o.scale_factor) + "P)";
+        p.method = "model (seed 000 s.4 phase terms at P and P=" + std::to_string(mf.P_large) + ")";
         d.problems.push_back(p);
       }
     }

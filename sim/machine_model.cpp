@@ -37,6 +37,7 @@ MachineModel load_machine_model(const std::string& platform_path, int P) {
                              std::to_string(hosts->size()) + " compute hosts (generate a larger one with `mksim platform`)");
   MachineModel m;
   m.name = mp.name;
+  m.hosts = static_cast<int>(hosts->size());
   m.send_overhead_s = mp.send_overhead_s;
   m.recv_overhead_s = mp.recv_overhead_s;
   m.per_message_overhead_s = mp.per_message_overhead_s;

@@ -36,6 +36,7 @@ struct MachineModel {
   /// m <= eager_threshold_bytes, h above it. 0 (the default) leaves every formula as without them.
   double eager_per_byte_s = 0;        ///< c_e
   double rendezvous_handshake_s = 0;  ///< h
+  int hosts = 0;  ///< the platform's compute hosts: the largest P the rank-to-host maps hold (0: unknown)
   std::function<double(int rank)> speed_flops;               ///< flop/s of the host rank runs on
   std::function<RouteFigures(int src, int dst)> route;       ///< network figures between two ranks' hosts
 };

@@ -433,3 +433,17 @@ TEST(DiagnoseInjected, CgWithTinyMessagesInALoopIsFirstWithTheGainOfTheAggregate
   fs::remove(sick);
   fs::remove(fixed);
 }
+
+// The scaling detector looks at scale_factor x P, or as far as the platform goes: at P = 80 the 256-node Paragon
+// cannot hold 320 ranks, so the model is evaluated at 256 (before, the detector was skipped), and the pipeline fill
+// of pge1 (~P) is still found.
+TEST(DiagnoseScaling, BeyondThePlatformTheModelIsEvaluatedAtItsLargestP) {
+  std::string text;
+  const results::Diagnosis d = diagnose_shown(SRC + "/skeletons/examples/pge1.json", 80, {"K=256"}, text);
+  EXPECT_NE(text.find("note: scaling: the model at P=256, the platform's 256 hosts, not 4 x P = 320"), std::string::npos) << text;
+  const results::Problem* scaling = find(d, "scaling");
+  ASSERT_NE(scaling, nullptr) << text;
+  EXPECT_NE(scaling->method.find("at P and P=256"), std::string::npos) << scaling->method;
+  EXPECT_NE(scaling->detail.find("% at P=256"), std::string::npos) << scaling->detail;
+  EXPECT_EQ(text.find("scaling detector skipped"), std::string::npos) << text;
+}
