@@ -2,9 +2,9 @@
 // skeleton's expression, and evaluations per second of the compiled expression on one core (target: at
 // least 10^6), with the replay's wall time at the same point for scale. Prints CSV on stdout.
 // Usage: mksim_bench_model_eval PLATFORM.xml P [seconds-per-measurement]
-#include "sim/isolate.hpp"
-#include "sim/machine_model.hpp"
-#include "sim/model.hpp"
+#include "sim/engine/isolate.hpp"
+#include "sim/engine/machine_model.hpp"
+#include "sim/model/model.hpp"
 #include "skeletons/skeleton_io.hpp"
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// Driver of bench/model_queries.py: the model's answers (sim/model_queries.hpp) next to exhaustive replay.
+// Driver of bench/model_queries.py: the model's answers (sim/model/model_queries.hpp) next to exhaustive replay.
 //   grain PLATFORM SKELETON --P 4,8,... --range K=1:256 [--param N=1024 ...] [--replay] [--no-skew]
 //     one CSV row per P: the model's best integer K and the replay's best K over every integer of the range
 //   cross PLATFORM A.json B.json --range P=16:128 [--samples 16,32,...] [--P 64 --step 8] [--param N=256 ...]
@@ -8,9 +8,9 @@
 //   curves PLATFORM SKELETON --P 1,2,4,... --range N=LO:HI --T0 S --p P0 --value N0 [--param ...] [--no-skew]
 //     the model's speedup, constant-time (T = T0) and isospeed (from p = P0, N = N0) curves, one row per P
 // Replays run first, each in a forked child; the model's platform is loaded after them (one engine per process).
-#include "sim/isolate.hpp"
-#include "sim/machine_model.hpp"
-#include "sim/model_queries.hpp"
+#include "sim/engine/isolate.hpp"
+#include "sim/engine/machine_model.hpp"
+#include "sim/model/model_queries.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/skeleton_io.hpp"
 

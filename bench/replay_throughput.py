@@ -29,7 +29,7 @@ import make_ti_traces  # noqa: E402
 MACHINE = {"mesh": "paragon", "torus": "t3e"}
 SMPI_MESH_MAX = 4096  # larger paragon meshes are written in mksim's compact form, which SMPI cannot load
 SMPI_REPLAY_BIN = "/usr/lib/x86_64-linux-gnu/simgrid/smpireplaymain"
-# As sim/replay.cpp default_simgrid_config(): CM02 takes the platform's latency and bandwidth as written.
+# As sim/engine/replay.cpp default_simgrid_config(): CM02 takes the platform's latency and bandwidth as written.
 COMMON_CFG = ["network/model:CM02", "network/crosstraffic:0", "network/latency-factor:1",
               "network/bandwidth-factor:1", "network/weight-S:0", "network/TCP-gamma:0"]
 FIELDS = ["P", "platform", "machine", "tool", "status", "wall_s", "messages", "msgs_per_s", "peak_rss_mib",

@@ -6,10 +6,10 @@
 #include "calibration/fit_platform.hpp"
 
 #include "calibration/bench.hpp"
-#include "sim/isolate.hpp"
-#include "sim/machine_model.hpp"
-#include "sim/model.hpp"
-#include "sim/replay.hpp"
+#include "sim/engine/isolate.hpp"
+#include "sim/engine/machine_model.hpp"
+#include "sim/model/model.hpp"
+#include "sim/engine/replay.hpp"
 #include "skeletons/error.hpp"
 
 #include <Eigen/Dense>

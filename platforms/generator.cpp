@@ -343,7 +343,7 @@ void write_mesh(std::string& x, const MachineFigures& f, const std::vector<long>
   const std::string bw    = format_si(f.link_bandwidth_bytes_per_s.value, "Bps");
   const std::string nlat  = format_si(f.nic_latency_s.value, "s");
   const std::string nbw   = format_si(f.nic_bandwidth_bytes_per_s.value, "Bps");
-  // The native-mesh marker: sim/platform.cpp builds this mesh in C++ from these values (same names, same
+  // The native-mesh marker: sim/engine/platform.cpp builds this mesh in C++ from these values (same names, same
   // strings, so the same doubles) instead of parsing the routers and routes below.
   x += in + "<!-- mksim native-mesh marker: mksim's load_platform builds this mesh in C++ (custom zone, XY routes\n";
   x += in + "     computed on the fly) from the mksim.mesh.* values, with the same host and link names as the XML. -->\n";

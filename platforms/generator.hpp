@@ -1,5 +1,5 @@
 // Writes SimGrid platform XML for the machines mksim models (historic and modern), at any size.
-// Plain text only: this component does not include SimGrid (sim/ loads what it writes).
+// Plain text only: this component does not include SimGrid (sim/engine loads what it writes).
 #pragma once
 
 #include <map>
@@ -38,7 +38,7 @@ struct MachineFigures {
   Figure skew_alpha_s;               ///< skew term alpha*sqrt(P) of seed 000 s.5.2
   Figure end_to_end_latency_s;       ///< published nearest-neighbour latency the split above reproduces
   /// Per-regime figures (seed 001 table 2: rho + beta*D per regime). 0 = none, and then no prop is written, so
-  /// platforms without them behave exactly as before. Both are charged to the sender at the send (sim/replay.cpp).
+  /// platforms without them behave exactly as before. Both are charged to the sender at the send (sim/engine/replay.cpp).
   Figure eager_per_byte_s{0, "none"};         ///< extra time per byte of a message at or below the eager threshold (copy)
   Figure rendezvous_handshake_s{0, "none"};   ///< extra time per message above the eager threshold (RTS/CTS handshake)
 };

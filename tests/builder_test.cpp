@@ -1,8 +1,8 @@
-// The skeleton builder's format-v2 output (skeletons/build/builder.hpp): region annotations of mktrace.h
+// The skeleton builder's format-v2 output (skeletons/builder/builder.hpp): region annotations of mktrace.h
 // become `region` blocks that nest with loops and survive alignment across ranks and runs, and compute
 // that varies within ranks gets a `dist` (regular compute does not, and such skeletons stay version 1).
 // Inputs are traces written here event by event, and one real annotated program traced with OpenMPI.
-#include "skeletons/build/builder.hpp"
+#include "skeletons/builder/builder.hpp"
 #include "skeletons/expand.hpp"
 #include "skeletons/skeleton_io.hpp"
 #include "skeletons/trace/reader.hpp"
@@ -20,8 +20,8 @@
 #include <functional>
 
 namespace fs = std::filesystem;
-using mksim::skeletons::build::build_skeleton;
-using mksim::skeletons::build::BuildResult;
+using mksim::skeletons::builder::build_skeleton;
+using mksim::skeletons::builder::BuildResult;
 using mksim::trace::Event;
 using mksim::trace::Kind;
 using nlohmann::json;

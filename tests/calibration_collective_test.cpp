@@ -1,8 +1,8 @@
 // Measured collective costs (issue 6, seed 004's database): interpolation in size, a + b*log2(P) over the rank
 // counts, on databases measured here with real OpenMPI at np = 2 and np = 4 (mkcalib bench --quick).
-#include "sim/collective_table.hpp"
+#include "sim/engine/collective_table.hpp"
 #include "results/calib_db.hpp"
-#include "sim/calib_cli.hpp"
+#include "sim/cli/calib_cli.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // table 1 (ATM2D on the Paragon, fitted from its P = 4 rows) and real OpenMPI runs of atm2d on this machine.
 #include "calibration/fit_platform.hpp"
 #include "calibration/measured_runs.hpp"
-#include "sim/calib_cli.hpp"
+#include "sim/cli/calib_cli.hpp"
 #include "skeletons/skeleton_io.hpp"
 
 #include <gtest/gtest.h>

@@ -4,7 +4,7 @@
 // properties predict exactly as before.
 #include "calibration/fit_platform.hpp"
 #include "calibration/pattern_table.hpp"
-#include "sim/calib_cli.hpp"
+#include "sim/cli/calib_cli.hpp"
 #include "skeletons/skeleton_io.hpp"
 
 #include <gtest/gtest.h>

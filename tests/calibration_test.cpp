@@ -6,7 +6,7 @@
 #include "calibration/kernels.hpp"
 #include "calibration/stats.hpp"
 #include "results/calib_db.hpp"
-#include "sim/calib_cli.hpp"
+#include "sim/cli/calib_cli.hpp"
 
 #include <gtest/gtest.h>
 

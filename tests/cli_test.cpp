@@ -1,7 +1,7 @@
 // The mksim command line end to end (real SimGrid, real HDF5): outputs, exit codes, and that failures
 // leave no result file behind. One simulation per test (per process).
 #include "results/hdf5_io.hpp"
-#include "sim/cli.hpp"
+#include "sim/cli/cli.hpp"
 
 #include <gtest/gtest.h>
 

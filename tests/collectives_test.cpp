@@ -1,6 +1,6 @@
 // Collective algorithms, checked without a simulator: every send has a matching receive of the same size,
 // message counts follow the algorithms' formulas, and no rank waits on itself.
-#include "sim/collectives.hpp"
+#include "sim/engine/collectives.hpp"
 
 #include <gtest/gtest.h>
 

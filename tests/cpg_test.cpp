@@ -1,7 +1,7 @@
-// Communication phase graphs (skeletons/build/cpg.hpp): seed 000 s.3's shift and pipeline written as
+// Communication phase graphs (skeletons/builder/cpg.hpp): seed 000 s.3's shift and pipeline written as
 // traces here, the other cases of the construction on small written traces, and the reference programs
 // (pge1, pge2, atm2d, cg) traced with real OpenMPI at P = 4 and 8.
-#include "skeletons/build/cpg.hpp"
+#include "skeletons/builder/cpg.hpp"
 #include "trace_writer.hpp"
 
 #include "skeletons/trace/reader.hpp"
@@ -24,16 +24,16 @@
 namespace {
 
 namespace fs = std::filesystem;
-using mksim::skeletons::build::build_cpg;
-using mksim::skeletons::build::CpgOptions;
-using mksim::skeletons::build::describe;
-using mksim::skeletons::build::fold_rank;
-using mksim::skeletons::build::Loop;
-using mksim::skeletons::build::Phase;
-using mksim::skeletons::build::PhaseGraph;
-using mksim::skeletons::build::PhaseType;
-using mksim::skeletons::build::RankProgram;
-using mksim::skeletons::build::Seq;
+using mksim::skeletons::builder::build_cpg;
+using mksim::skeletons::builder::CpgOptions;
+using mksim::skeletons::builder::describe;
+using mksim::skeletons::builder::fold_rank;
+using mksim::skeletons::builder::Loop;
+using mksim::skeletons::builder::Phase;
+using mksim::skeletons::builder::PhaseGraph;
+using mksim::skeletons::builder::PhaseType;
+using mksim::skeletons::builder::RankProgram;
+using mksim::skeletons::builder::Seq;
 using mksim::trace::Event;
 using mksim::trace::Kind;
 using mksim::trace::RankTrace;
@@ -551,7 +551,7 @@ TEST_F(CpgTraced, Atm2dWithoutCompletionLinksIsEightOneWayTransfers) {
   ASSERT_EQ(p2p.size(), 8u) << describe(g);
   for (const Phase* ph : p2p) {
     EXPECT_FALSE(ph->type_decided) << describe(g);
-    EXPECT_FALSE(mksim::skeletons::build::intersects(ph->senders, ph->receivers));
+    EXPECT_FALSE(mksim::skeletons::builder::intersects(ph->senders, ph->receivers));
   }
   for (std::size_t i = 0; i < 8; ++i) EXPECT_NE(g.phases[i].type, PhaseType::COLLECTIVE) << describe(g);
 }

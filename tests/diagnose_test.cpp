@@ -2,9 +2,9 @@
 // gain is within 10% of the gain measured by replaying the fixed program (written here independently, as a
 // skeleton or parameter change); reference skeletons show no problem above the 5% threshold.
 #include "results/diagnosis.hpp"
-#include "sim/diagnose.hpp"
-#include "sim/diagnose_cli.hpp"
-#include "sim/isolate.hpp"
+#include "sim/diagnosis/diagnose.hpp"
+#include "sim/cli/diagnose_cli.hpp"
+#include "sim/engine/isolate.hpp"
 #include "skeletons/skeleton_io.hpp"
 
 #include <gtest/gtest.h>

@@ -3,8 +3,8 @@
 // the injected problem is found and ranked first, the unmodified run reports nothing above the threshold; input
 // kinds are told apart by content; a corrupt trace is refused naming the file and offset.
 #include "results/diagnosis.hpp"
-#include "sim/diagnose_cli.hpp"
-#include "sim/trace_diagnose.hpp"
+#include "sim/cli/diagnose_cli.hpp"
+#include "sim/diagnosis/trace_diagnose.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,17 +1,17 @@
-// Loop folding of one rank's events (skeletons/build/fold.hpp), on event streams written here.
-#include "skeletons/build/fold.hpp"
+// Loop folding of one rank's events (skeletons/builder/fold.hpp), on event streams written here.
+#include "skeletons/builder/fold.hpp"
 #include "trace_writer.hpp"
 
 #include <gtest/gtest.h>
 
 namespace {
 
-using mksim::skeletons::build::Call;
-using mksim::skeletons::build::Compute;
-using mksim::skeletons::build::fold_rank;
-using mksim::skeletons::build::Loop;
-using mksim::skeletons::build::Node;
-using mksim::skeletons::build::Seq;
+using mksim::skeletons::builder::Call;
+using mksim::skeletons::builder::Compute;
+using mksim::skeletons::builder::fold_rank;
+using mksim::skeletons::builder::Loop;
+using mksim::skeletons::builder::Node;
+using mksim::skeletons::builder::Seq;
 using mksim::trace::Event;
 using mksim::trace::Kind;
 
@@ -32,7 +32,7 @@ TEST(FoldTest, RepeatedExchangeBecomesOneLoopWithComputeStatistics) {
   }
   w.call(Kind::FINALIZE, 4);
   const auto p = fold_rank(w.t);
-  ASSERT_EQ(p.seq.size(), 4u) << mksim::skeletons::build::to_text(p.seq);  // init, loop, gap, finalize
+  ASSERT_EQ(p.seq.size(), 4u) << mksim::skeletons::builder::to_text(p.seq);  // init, loop, gap, finalize
   EXPECT_EQ(call_at(p.seq, 0).kind, Kind::INIT);
   const Loop& l = loop_at(p.seq, 1);
   EXPECT_EQ(l.count, 100u);
@@ -44,7 +44,7 @@ TEST(FoldTest, RepeatedExchangeBecomesOneLoopWithComputeStatistics) {
   EXPECT_NEAR(gap.max, 2e-3, 1e-12);
   EXPECT_EQ(call_at(l.body, 1).peer, 1);
   EXPECT_EQ(call_at(l.body, 1).bytes, 64);
-  EXPECT_EQ(mksim::skeletons::build::expanded_calls(p.seq), 202u);
+  EXPECT_EQ(mksim::skeletons::builder::expanded_calls(p.seq), 202u);
   EXPECT_EQ(p.events, 202u);
 }
 
@@ -60,14 +60,14 @@ TEST(FoldTest, NestedLoopsAndSizeIndependentOfIterations) {
     return fold_rank(w.t);
   };
   const auto small = make(3, 4), large = make(300, 4);
-  EXPECT_EQ(mksim::skeletons::build::folded_size(small.seq), mksim::skeletons::build::folded_size(large.seq));
+  EXPECT_EQ(mksim::skeletons::builder::folded_size(small.seq), mksim::skeletons::builder::folded_size(large.seq));
   const Loop& outer = loop_at(large.seq, 1);
   EXPECT_EQ(outer.count, 300u);
   const Loop& inner = loop_at(outer.body, 0);
   EXPECT_EQ(inner.count, 4u);
-  EXPECT_EQ(mksim::skeletons::build::expanded_calls(large.seq), 2u + 300u * 5u);
+  EXPECT_EQ(mksim::skeletons::builder::expanded_calls(large.seq), 2u + 300u * 5u);
   // same structure whatever the counts: the builder groups ranks by this
-  EXPECT_EQ(mksim::skeletons::build::shape_hash(small.seq), mksim::skeletons::build::shape_hash(large.seq));
+  EXPECT_EQ(mksim::skeletons::builder::shape_hash(small.seq), mksim::skeletons::builder::shape_hash(large.seq));
 }
 
 TEST(FoldTest, DifferentPeersOrSizesAreNotFolded) {
@@ -78,7 +78,7 @@ TEST(FoldTest, DifferentPeersOrSizesAreNotFolded) {
   w.call(Kind::SEND, 2, 2, 1, 16);  // another tag
   w.call(Kind::SEND, 9, 2, 1, 16);  // another call site
   const auto p = fold_rank(w.t);
-  for (const Node& n : p.seq) EXPECT_FALSE(std::holds_alternative<Loop>(n.op)) << mksim::skeletons::build::to_text(p.seq);
+  for (const Node& n : p.seq) EXPECT_FALSE(std::holds_alternative<Loop>(n.op)) << mksim::skeletons::builder::to_text(p.seq);
   EXPECT_EQ(p.seq.size(), 9u);  // 5 calls, 4 gaps
 }
 
@@ -94,7 +94,7 @@ TEST(FoldTest, WaitsKnowTheirRequestsAndWildcardsAreKept) {
     b.flags = MKTRACE_POSTED_ANY_SOURCE;  // posted as any, matched 3
   }
   const auto p = fold_rank(w.t);
-  ASSERT_EQ(p.seq.size(), 2u) << mksim::skeletons::build::to_text(p.seq);
+  ASSERT_EQ(p.seq.size(), 2u) << mksim::skeletons::builder::to_text(p.seq);
   const Loop& l = loop_at(p.seq, 1);
   EXPECT_EQ(l.count, 3u);  // folded although the actual sources differ: they were posted as wildcards
   EXPECT_EQ(call_at(l.body, 1).peer, mksim::trace::ANY);
@@ -111,8 +111,8 @@ TEST(FoldTest, AnnotatedLoopIterationsFoldDespiteTheirIndex) {
   }
   w.call(Kind::LOOP_END, 23, -1, 0, 5);
   const auto p = fold_rank(w.t);
-  ASSERT_EQ(p.seq.size(), 4u) << mksim::skeletons::build::to_text(p.seq);
-  EXPECT_EQ(loop_at(p.seq, 1).count, 5u) << mksim::skeletons::build::to_text(p.seq);
+  ASSERT_EQ(p.seq.size(), 4u) << mksim::skeletons::builder::to_text(p.seq);
+  EXPECT_EQ(loop_at(p.seq, 1).count, 5u) << mksim::skeletons::builder::to_text(p.seq);
 }
 
 TEST(FoldTest, RegionsStayWholeWhenTheFirstIterationDiffers) {
@@ -127,7 +127,7 @@ TEST(FoldTest, RegionsStayWholeWhenTheFirstIterationDiffers) {
   }
   w.call(Kind::FINALIZE, 4);
   const auto p = fold_rank(w.t);
-  const std::string text = mksim::skeletons::build::to_text(p.seq);
+  const std::string text = mksim::skeletons::builder::to_text(p.seq);
   const Loop* loop = nullptr;
   for (const Node& n : p.seq)
     if (const auto* l = std::get_if<Loop>(&n.op)) loop = l;
@@ -149,7 +149,7 @@ TEST(FoldTest, ComputeKeepsTheFirstDurationApartAndABoundedSketchOfTheRest) {
   };
   for (int iterations : {11, 10001}) {
     const auto p = make(iterations);
-    ASSERT_EQ(p.seq.size(), 2u) << mksim::skeletons::build::to_text(p.seq);
+    ASSERT_EQ(p.seq.size(), 2u) << mksim::skeletons::builder::to_text(p.seq);
     const auto& gap = std::get<Compute>(loop_at(p.seq, 1).body[0].op);
     EXPECT_EQ(gap.seconds.n, static_cast<std::uint64_t>(iterations));
     EXPECT_NEAR(gap.first, 5e-3, 1e-12);
@@ -161,28 +161,28 @@ TEST(FoldTest, ComputeKeepsTheFirstDurationApartAndABoundedSketchOfTheRest) {
     for (const auto& [v, n] : gap.rest_sketch.weighted()) w.emplace_back(v, static_cast<double>(n));
     // exact for 10 values (the order statistics), within a step of the uniform 1..10 ms for 10,000
     const double tolerance = iterations == 11 ? 1e-12 : 1.01e-3;
-    EXPECT_NEAR(mksim::skeletons::build::weighted_quantile(w, 0), 1e-3, tolerance);
-    EXPECT_NEAR(mksim::skeletons::build::weighted_quantile(w, 0.5), 5.5e-3, tolerance);
-    EXPECT_NEAR(mksim::skeletons::build::weighted_quantile(w, 1), 10e-3, tolerance);
+    EXPECT_NEAR(mksim::skeletons::builder::weighted_quantile(w, 0), 1e-3, tolerance);
+    EXPECT_NEAR(mksim::skeletons::builder::weighted_quantile(w, 0.5), 5.5e-3, tolerance);
+    EXPECT_NEAR(mksim::skeletons::builder::weighted_quantile(w, 1), 10e-3, tolerance);
     EXPECT_LE(w.size(), 64u * 16u);  // a few levels of at most 64 values, not 10,000
   }
 }
 
 TEST(FoldTest, QuantileSketchIsDeterministicAndMergesExactly) {
-  mksim::skeletons::build::QuantileSketch a, b, c;
+  mksim::skeletons::builder::QuantileSketch a, b, c;
   for (int i = 0; i < 1000; ++i) {
     a.add(i);
     (i < 400 ? b : c).add(i);
   }
   b.merge(c);
   EXPECT_EQ(b.count(), 1000u);
-  mksim::skeletons::build::QuantileSketch again;
+  mksim::skeletons::builder::QuantileSketch again;
   for (int i = 0; i < 1000; ++i) again.add(i);
   EXPECT_EQ(a.weighted(), again.weighted());  // the same input gives the same summary
   for (const auto* s : {&a, &b}) {
     std::vector<std::pair<double, double>> w;
     for (const auto& [v, n] : s->weighted()) w.emplace_back(v, static_cast<double>(n));
-    for (double p : {0.1, 0.25, 0.5, 0.75, 0.9}) EXPECT_NEAR(mksim::skeletons::build::weighted_quantile(w, p), p * 999, 30) << p;
+    for (double p : {0.1, 0.25, 0.5, 0.75, 0.9}) EXPECT_NEAR(mksim::skeletons::builder::weighted_quantile(w, p), p * 999, 30) << p;
   }
 }
 
@@ -196,7 +196,7 @@ TEST(FoldTest, ComputeIsTheGapsCpuTimeWhenTheTracerMeasuredIt) {
   for (int i = 0; i < 10; ++i) w.call(Kind::BARRIER, 2, -1, -1, 0, 8e-3).cpu_gap = 1e-3 * (1 + i % 2);  // 8 ms wall
   w.call(Kind::FINALIZE, 4, -1, -1, 0, 3e-3);  // not measured (-1): its wall-clock gap
   const auto p = fold_rank(w.t);
-  ASSERT_EQ(p.seq.size(), 4u) << mksim::skeletons::build::to_text(p.seq);
+  ASSERT_EQ(p.seq.size(), 4u) << mksim::skeletons::builder::to_text(p.seq);
   const auto& gap = std::get<Compute>(loop_at(p.seq, 1).body[0].op).seconds;
   EXPECT_EQ(gap.n, 10u);
   EXPECT_NEAR(gap.mean(), 1.5e-3, 1e-12);

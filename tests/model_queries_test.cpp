@@ -1,9 +1,9 @@
-// The model's queries (sim/model_queries.hpp): closed forms on hand-made skeletons and machines (no SimGrid),
+// The model's queries (sim/model/model_queries.hpp): closed forms on hand-made skeletons and machines (no SimGrid),
 // then the acceptance checks against exhaustive replay on the bundled platforms: PGE1's grain size on the
 // Paragon (seed 000 s.5.4) and the atm1d/atm2d crossing point on the T3E (seed 001 s.3, fig. 2).
-#include "sim/isolate.hpp"
-#include "sim/machine_model.hpp"
-#include "sim/model_queries.hpp"
+#include "sim/engine/isolate.hpp"
+#include "sim/engine/machine_model.hpp"
+#include "sim/model/model_queries.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/skeleton_io.hpp"
 

@@ -1,9 +1,9 @@
-// The analytic model (sim/model.hpp) against the replay engine on the bundled machines, against closed forms
+// The analytic model (sim/model/model.hpp) against the replay engine on the bundled machines, against closed forms
 // it must reproduce (MK's PGE2 and ATM2D structures), and on the inputs it must refuse.
-#include "sim/cli.hpp"
-#include "sim/isolate.hpp"
-#include "sim/machine_model.hpp"
-#include "sim/model.hpp"
+#include "sim/cli/cli.hpp"
+#include "sim/engine/isolate.hpp"
+#include "sim/engine/machine_model.hpp"
+#include "sim/model/model.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/skeleton_io.hpp"
 

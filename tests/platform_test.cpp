@@ -1,6 +1,6 @@
 // Platform tests: generated XML, route shapes per topology, closed-form message time, fast mesh path, errors.
 #include "platforms/generator.hpp"
-#include "sim/platform.hpp"
+#include "sim/engine/platform.hpp"
 
 #include <gtest/gtest.h>
 #include <simgrid/s4u.hpp>

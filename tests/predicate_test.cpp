@@ -1,6 +1,6 @@
 // Rank-group predicates: ATM2D, pipeline and PGE2 groups found from small runs, disjunctions,
 // ambiguity with the run that resolves it, failures that show the members, the partition check, speed.
-#include "skeletons/build/predicate.hpp"
+#include "skeletons/builder/predicate.hpp"
 
 #include "skeletons/error.hpp"
 
@@ -12,7 +12,7 @@
 #include <functional>
 #include <stdexcept>
 
-using namespace mksim::skeletons::build;
+using namespace mksim::skeletons::builder;
 
 namespace {
 

@@ -1,7 +1,7 @@
-// Least-squares model selection under noise (skeletons/build/regress.hpp): a known law of two terms,
+// Least-squares model selection under noise (skeletons/builder/regress.hpp): a known law of two terms,
 // measured with 5% noise on a grid where an irrelevant parameter (steps) varies too, gives back exactly
 // its two terms, for several seeds: terms whose coefficient's 95% interval contains 0 are dropped.
-#include "skeletons/build/regress.hpp"
+#include "skeletons/builder/regress.hpp"
 #include "skeletons/expr.hpp"
 
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <vector>
 
 using namespace mksim::skeletons;
-using namespace mksim::skeletons::build;
+using namespace mksim::skeletons::builder;
 
 namespace {
 

@@ -1,8 +1,8 @@
 // Cross-run regression: known expressions recovered from synthetic runs, ambiguity named by the run that
 // resolves it, least squares with noise, and bad input rejected.
-#include "skeletons/build/regress.hpp"
+#include "skeletons/builder/regress.hpp"
 
-#include "skeletons/build/features.hpp"
+#include "skeletons/builder/features.hpp"
 #include "skeletons/expr.hpp"
 
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include <stdexcept>
 
 using namespace mksim::skeletons;
-using namespace mksim::skeletons::build;
+using namespace mksim::skeletons::builder;
 
 namespace {
 

@@ -1,7 +1,7 @@
 // Replay on real SimGrid simulations, against closed forms where the simulation must be exact
 // (CM02 model, no contention). Each TEST runs in its own process: one SimGrid engine each.
-#include "sim/isolate.hpp"
-#include "sim/replay.hpp"
+#include "sim/engine/isolate.hpp"
+#include "sim/engine/replay.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/expand.hpp"
 #include "skeletons/skeleton_io.hpp"

@@ -9,7 +9,7 @@
 #include "results/report_data.hpp"
 #include "results/sweep_table.hpp"
 #include "results/timeline_export.hpp"
-#include "sim/report_cli.hpp"
+#include "sim/cli/report_cli.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -4,8 +4,8 @@
 // traces (exactly) and the true p within a binomial bound; expanded at a P and step count never traced,
 // its expected number of extra messages must agree with a real run there within a binomial bound, and the
 // two branches must share a coin so that each extra message is received in the step it is sent (replayed too).
-#include "skeletons/build/builder.hpp"
-#include "skeletons/build/fold.hpp"
+#include "skeletons/builder/builder.hpp"
+#include "skeletons/builder/fold.hpp"
 #include "skeletons/expand.hpp"
 #include "skeletons/skeleton_io.hpp"
 #include "skeletons/trace/reader.hpp"
@@ -83,7 +83,7 @@ TEST_F(SkelBuildBranchTest, CoinRingHasFittedProbabilisticBranches) {
     taken += extra_sends(r);
     reached += static_cast<long>(r.P) * std::stol(r.params.at("steps"));
   }
-  const auto built = mksim::skeletons::build::build_skeleton(runs);
+  const auto built = mksim::skeletons::builder::build_skeleton(runs);
   const std::string text = built.skeleton.dump(1);
   std::vector<const nlohmann::json*> ifs;
   bool outside = false;
@@ -183,23 +183,23 @@ mksim::trace::RankTrace annotated(const std::vector<bool>& extra) {
 
 TEST(FoldBranch, IterationsThatSkipACallBecomeOneLoopWithABranch) {
   const std::vector<bool> coins{false, true, false, false, true, true, false, true, false, false, false, true};
-  const auto folded = mksim::skeletons::build::fold_rank(annotated(coins));
-  const std::string text = mksim::skeletons::build::to_text(folded.seq);
+  const auto folded = mksim::skeletons::builder::fold_rank(annotated(coins));
+  const std::string text = mksim::skeletons::builder::to_text(folded.seq);
   EXPECT_NE(text.find("loop 12 {"), std::string::npos) << text;
   EXPECT_NE(text.find("branch 5/12 {"), std::string::npos) << text;
-  EXPECT_EQ(mksim::skeletons::build::expanded_calls(folded.seq), 2u + 2u + 12u + 12u + 5u) << text;
-  const auto plain = mksim::skeletons::build::fold_rank(annotated(std::vector<bool>(12, false)));
-  const std::string plain_text = mksim::skeletons::build::to_text(plain.seq);
+  EXPECT_EQ(mksim::skeletons::builder::expanded_calls(folded.seq), 2u + 2u + 12u + 12u + 5u) << text;
+  const auto plain = mksim::skeletons::builder::fold_rank(annotated(std::vector<bool>(12, false)));
+  const std::string plain_text = mksim::skeletons::builder::to_text(plain.seq);
   EXPECT_EQ(plain_text.find("branch"), std::string::npos) << plain_text;
   EXPECT_NE(plain_text.find("loop 12 {"), std::string::npos) << plain_text;
   // a call in the first iteration only (a warm-up step) is not data-dependent: no branch, the loop as folded
   std::vector<bool> first(12, false);
   first[0] = true;
-  const auto warm = mksim::skeletons::build::fold_rank(annotated(first));
-  const std::string warm_text = mksim::skeletons::build::to_text(warm.seq);
+  const auto warm = mksim::skeletons::builder::fold_rank(annotated(first));
+  const std::string warm_text = mksim::skeletons::builder::to_text(warm.seq);
   EXPECT_EQ(warm_text.find("branch"), std::string::npos) << warm_text;
   EXPECT_NE(warm_text.find("loop 11 {"), std::string::npos) << warm_text;
-  EXPECT_EQ(mksim::skeletons::build::expanded_calls(warm.seq), 2u + 2u + 12u + 12u + 1u) << warm_text;
+  EXPECT_EQ(mksim::skeletons::builder::expanded_calls(warm.seq), 2u + 2u + 12u + 12u + 1u) << warm_text;
 }
 
 }  // namespace

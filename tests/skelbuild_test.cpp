@@ -2,7 +2,7 @@
 // OpenMPI at small P and several problem sizes, build one skeleton, expand it at a P and size it never
 // saw, and compare every rank's operations (kind, peer, tag, bytes, root, in order) with a real trace
 // of that configuration.
-#include "skeletons/build/builder.hpp"
+#include "skeletons/builder/builder.hpp"
 #include "skeletons/expand.hpp"
 #include "skeletons/skeleton_io.hpp"
 #include "skeletons/trace/reader.hpp"
@@ -122,7 +122,7 @@ std::vector<Op> expanded_ops(const mksim::skeletons::Skeleton& sk, int P, const 
 // Builds from `training`, checks the skeleton against `held_out` rank by rank; returns the skeleton.
 mksim::skeletons::Skeleton check_hold_out(const std::vector<mksim::trace::Run>& training, const mksim::trace::Run& held_out,
                                           const std::map<std::string, double>& params) {
-  const auto r = mksim::skeletons::build::build_skeleton(training);
+  const auto r = mksim::skeletons::builder::build_skeleton(training);
   const std::string text = r.skeleton.dump(2);
   const auto sk = mksim::skeletons::parse_skeleton(text, "built.json");
   for (int rank = 0; rank < held_out.P; ++rank) {
@@ -146,7 +146,7 @@ TEST_F(SkelBuildTest, Atm2dAmbiguousFromP248AndExactAtP32FromP24816) {
   for (int P : {2, 4, 8})
     for (long N : {64, 128}) runs.push_back(traced("atm2d", P, std::to_string(N) + " 3", {{"N", N}, {"steps", 3}}));
   runs.push_back(traced("atm2d", 4, "64 5", {{"N", 64}, {"steps", 5}}));
-  const auto small = mksim::skeletons::build::build_skeleton(runs);
+  const auto small = mksim::skeletons::builder::build_skeleton(runs);
   bool names_16 = false;
   for (const auto& a : small.ambiguities) names_16 = names_16 || a.find("P=16") != std::string::npos;
   EXPECT_TRUE(names_16) << "no ambiguity names a run at P=16";
@@ -191,9 +191,9 @@ TEST_F(SkelBuildTest, RunsWithDifferentParameterNamesAreRefused) {
   runs.push_back(traced("atm2d", 2, "64 2", {{"N", 64}, {"steps", 2}}));
   runs.push_back(traced("atm2d", 4, "64 2", {{"N", 64}}));
   try {
-    mksim::skeletons::build::build_skeleton(runs);
+    mksim::skeletons::builder::build_skeleton(runs);
     FAIL() << "no error";
-  } catch (const mksim::skeletons::build::BuildError& e) {
+  } catch (const mksim::skeletons::builder::BuildError& e) {
     EXPECT_NE(std::string(e.what()).find("every run must give the same --param names"), std::string::npos) << e.what();
   }
 }

@@ -14,7 +14,7 @@
 //   several: pge2's middle swap is two `if` blocks and two phases, S1 and S2 as in seed 000 s.5.1.
 // - No compute blocks and no overlapped computation (TI traces have no times).
 // - The skeleton's name (TI runs have no command: it is given here) and block ids.
-// Alignment cases these runs exposed (skeletons/build/builder.cpp, build_level), reduced to written traces below:
+// Alignment cases these runs exposed (skeletons/builder/builder.cpp, build_level), reduced to written traces below:
 // - Loops are matched by what their bodies run (call keys), not by how many loops came before them: PGE2 at
 //   P = 2 has no pipeline loops, and its `loop 5 { reduce }` used to be aligned with the other ranks' first
 //   pipeline, which made the order cyclic (LoopsAreAlignedByTheirBodyNotTheirPosition).
@@ -27,7 +27,7 @@
 //   explicitly and its own samples come from P >= 8 only (where `rank - P/4` equals `rank - Px`); the copies
 //   of one call point are therefore fitted together (one expression for all, when one fits exactly), and
 //   the skeleton is exact at P = 32 and 64.
-#include "skeletons/build/builder.hpp"
+#include "skeletons/builder/builder.hpp"
 #include "skeletons/expand.hpp"
 #include "skeletons/skeleton_io.hpp"
 #include "skeletons/trace/reader.hpp"
@@ -136,9 +136,9 @@ class SkelBuildTiTest : public ::testing::Test {
 };
 
 Skeleton build(const std::string& app, const std::vector<mksim::trace::Run>& runs, std::string& text) {
-  mksim::skeletons::build::BuildOptions o;
+  mksim::skeletons::builder::BuildOptions o;
   o.name = app;
-  text = mksim::skeletons::build::build_skeleton(runs, o).skeleton.dump(1);
+  text = mksim::skeletons::builder::build_skeleton(runs, o).skeleton.dump(1);
   return mksim::skeletons::parse_skeleton(text, app + ".json");
 }
 
@@ -477,7 +477,7 @@ TEST(SkelBuildTiBuilder, LoopsAreAlignedByTheirBodyNotTheirPosition) {
     for (int i = 0; i < 2; ++i) w.push_back({Kind::BARRIER, 0xB1});
     return w;
   };
-  const auto r = mksim::skeletons::build::build_skeleton({written(3, calls), written(4, calls), written(8, calls)});
+  const auto r = mksim::skeletons::builder::build_skeleton({written(3, calls), written(4, calls), written(8, calls)});
   EXPECT_EQ(count_ops(r.skeleton.at("body"), "barrier"), 2u) << r.skeleton.dump(1);
 }
 
@@ -490,7 +490,7 @@ TEST(SkelBuildTiBuilder, ShapesThatAgreeShareOneCopyWhenOthersOrderCallsDifferen
     if (r == 0) return std::vector<Written>{x};
     return r % 2 == 0 ? std::vector<Written>{x, y} : std::vector<Written>{y, x};
   };
-  const auto r = mksim::skeletons::build::build_skeleton({written(4, calls), written(8, calls), written(16, calls)});
+  const auto r = mksim::skeletons::builder::build_skeleton({written(4, calls), written(8, calls), written(16, calls)});
   EXPECT_EQ(count_ops(r.skeleton.at("body"), "barrier"), 4u) << r.skeleton.dump(1);
 }
 

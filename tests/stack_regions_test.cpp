@@ -1,8 +1,8 @@
-// ROUTINE nodes from call-site stacks (skeletons/build/stack_regions.hpp): a real program without mktrace.h
+// ROUTINE nodes from call-site stacks (skeletons/builder/stack_regions.hpp): a real program without mktrace.h
 // annotations (skeletons/apps/atm2d.c, whose halo exchanges run inside `exchange()`), traced with OpenMPI,
 // gets region blocks named after that function; without stack regions the skeleton is the same program.
-#include "skeletons/build/builder.hpp"
-#include "skeletons/build/stack_regions.hpp"
+#include "skeletons/builder/builder.hpp"
+#include "skeletons/builder/stack_regions.hpp"
 #include "skeletons/trace/reader.hpp"
 
 #include <gtest/gtest.h>
@@ -79,7 +79,7 @@ TEST_F(StackRegions, TheTraceNamesTheExecutableAndItsSymbolsNameTheFunction) {
   const mksim::trace::Run& run = runs_[1];
   EXPECT_EQ(fs::path(run.executable), fs::canonical(BIN + "/apps/atm2d"));
   mksim::trace::Run copy = run;
-  const auto rep = mksim::skeletons::build::add_stack_regions(copy);
+  const auto rep = mksim::skeletons::builder::add_stack_regions(copy);
   EXPECT_EQ(rep.module_file, run.executable);
   EXPECT_TRUE(rep.by_address.empty());
   // P = 4 is a 2 x 2 grid: every rank has two neighbours, so two exchange() calls per step
@@ -124,10 +124,10 @@ TEST_F(StackRegions, TheTraceNamesTheExecutableAndItsSymbolsNameTheFunction) {
 }
 
 TEST_F(StackRegions, SkeletonHasRegionBlocksNamedByFunctionAndTheSameCallsWithout) {
-  const auto with = mksim::skeletons::build::build_skeleton(runs_);
-  mksim::skeletons::build::BuildOptions off;
+  const auto with = mksim::skeletons::builder::build_skeleton(runs_);
+  mksim::skeletons::builder::BuildOptions off;
   off.stack_regions = false;
-  const auto without = mksim::skeletons::build::build_skeleton(runs_, off);
+  const auto without = mksim::skeletons::builder::build_skeleton(runs_, off);
   EXPECT_EQ(with.skeleton.at("version"), 2);
   std::map<std::string, int> a, b;
   count_ops(with.skeleton.at("body"), a);
@@ -155,10 +155,10 @@ TEST_F(StackRegions, StrippedExecutableNamesRegionsByCallerAddressTheSameOnEvery
           if (fs::path(f.module).filename() == "atm2d") f.module = stripped.string();
   }
   mksim::trace::Run copy = runs[1];
-  const auto rep = mksim::skeletons::build::add_stack_regions(copy);
+  const auto rep = mksim::skeletons::builder::add_stack_regions(copy);
   ASSERT_FALSE(rep.by_address.empty());
   for (const auto& n : rep.by_address) EXPECT_EQ(n.rfind("atm2d+0x", 0), 0u) << n;
-  const auto built = mksim::skeletons::build::build_skeleton(runs);
+  const auto built = mksim::skeletons::builder::build_skeleton(runs);
   std::map<std::string, int> a;
   count_ops(built.skeleton.at("body"), a);
   int by_address = 0;
@@ -179,7 +179,7 @@ TEST_F(StackRegions, NothingChangesWhenTheExecutableCannotBeRead) {
       for (auto& f : site.frames)
         if (fs::path(f.module).filename() == "atm2d") f.module = "/nonexistent/atm2d";
   const auto events = copy.ranks[0].events.size();
-  const auto rep = mksim::skeletons::build::add_stack_regions(copy);
+  const auto rep = mksim::skeletons::builder::add_stack_regions(copy);
   EXPECT_EQ(rep.regions, 0u);
   EXPECT_EQ(copy.ranks[0].events.size(), events);
 }

@@ -2,9 +2,9 @@
 // HDF5 form, failures recorded per point, resumption after a kill, the distributed mode under OpenMPI's
 // mpirun giving the same table as the local pool, and the pandas reading the README shows.
 #include "results/sweep_table.hpp"
-#include "sim/cli.hpp"
-#include "sim/isolate.hpp"
-#include "sim/sweep.hpp"
+#include "sim/cli/cli.hpp"
+#include "sim/engine/isolate.hpp"
+#include "sim/sweep/sweep.hpp"
 #include "skeletons/skeleton_io.hpp"
 
 #include <gtest/gtest.h>

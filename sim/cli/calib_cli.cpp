@@ -1,0 +1,387 @@
+// mkcalib's subcommands: bench (run the MPI microbenchmarks into a resumable database), show (print it), fit
+// (a calibrated platform from a database and/or measured runs) and validate (held-out runs on a platform).
+// Options parsed with Boost.Program_options; the work is in mksim::calibration.
+#include "sim/cli/calib_cli.hpp"
+
+#include "calibration/bench.hpp"
+#include "calibration/fit_platform.hpp"
+#include "calibration/pattern_table.hpp"
+#include "skeletons/error.hpp"
+#include "skeletons/skeleton_io.hpp"
+#include "sim/cli/common.hpp"
+#include "results/calib_db.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <iomanip>
+#include <stdexcept>
+
+#ifndef MKCALIB_MICROBENCH
+#define MKCALIB_MICROBENCH "mkcalib_microbench"
+#endif
+#ifndef MKSIM_DATA_DIR
+#define MKSIM_DATA_DIR "."
+#endif
+#ifndef MKSIM_VERSION
+#define MKSIM_VERSION "0.0.0"
+#endif
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+namespace mksim::sim {
+namespace {
+
+
+const char* USAGE =
+    "usage: mkcalib bench -np N -o FILE.h5 [--machine NAME] [--reps R] [--warmup W] [--max-size BYTES]\n"
+    "                     [--sizes B1,B2,...] [--eager-max BYTES] [--kernels LIST] [--quick] [--min-rep-time S]\n"
+    "                     [--microbench PATH] [--mpirun PATH] [--mpirun-arg ARG ...]\n"
+    "       mkcalib show FILE.h5\n"
+    "       mkcalib fit --platform BASE [--db FILE.h5] [--runs RUNS.csv --skeleton S] [--fit LIST] [--max-error E]\n"
+    "                   [--no-replay] -o CALIBRATED.xml\n"
+    "       mkcalib validate --platform CALIBRATED.xml --skeleton S --runs HELDOUT.csv\n"
+    "       mkcalib table-runs --table LINES.csv --machine NAME [-P N] [--steps S] -o RUNS.csv\n"
+    "       mkcalib table-check --table LINES.csv --machine NAME --platform XML [-P N] [--steps S]\n"
+    "       mkcalib --version | --help\n"
+    "kernels: pingpong send_overhead recv_overhead stream shift1d halo2d barrier bcast reduce allreduce\n"
+    "         allgather alltoall gather scatter compute; groups: all p2p overheads patterns collectives\n"
+    "figures (--fit): speed bandwidth latency s r o alpha (all), eager_per_byte handshake (only by name)\n";
+
+// -np is a long option with one dash (as mpirun spells it); allow_long_disguise accepts it.
+bool parse_options(const std::vector<std::string>& args, const po::options_description& desc,
+                   const po::positional_options_description& positional, std::ostream& out) {
+  po::variables_map vm;
+  const int style = po::command_line_style::default_style | po::command_line_style::allow_long_disguise;
+  po::store(po::command_line_parser(args).options(desc).positional(positional).style(style).run(), vm);
+  if (vm.count("help")) {
+    out << USAGE << desc;
+    return false;
+  }
+  po::notify(vm);
+  return true;
+}
+
+std::vector<std::uint64_t> parse_sizes(const std::string& text) {
+  std::vector<std::uint64_t> sizes;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::size_t used = 0;
+    unsigned long long value = 0;
+    try {
+      value = std::stoull(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || item[0] == '-')
+      throw UsageError("--sizes: \"" + item + "\" is not a size in bytes");
+    sizes.push_back(value);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+results::CalibDb read_input(const std::string& path) {
+  if (!fs::exists(path)) throw UsageError(path + ": no such file");
+  try {
+    return results::read_calib_db(path);
+  } catch (const std::runtime_error& e) {
+    throw UsageError(e.what());
+  }
+}
+
+int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("mkcalib bench");
+  int np = 2, reps = -1, warmup = -1;
+  std::uint64_t max_size = 16u << 20, eager_max = 2048;
+  double min_rep_time = 0;
+  std::string output, machine, kernels = "all", sizes, microbench = MKCALIB_MICROBENCH, mpirun = "mpirun";
+  std::vector<std::string> mpirun_args;
+  bool quick = false;
+  desc.add_options()("help,h", "this help")
+      ("np", po::value(&np)->default_value(2), "MPI ranks (mpirun -np)")
+      ("output,o", po::value(&output)->required(), "database file (HDF5); an existing one is resumed")
+      ("machine", po::value(&machine), "machine name stored in the file (default: the file name's stem)")
+      ("reps", po::value(&reps), "timed repetitions per size (default 20, quick 5)")
+      ("warmup", po::value(&warmup), "untimed repetitions before them (default 2, quick 1)")
+      ("max-size", po::value(&max_size)->default_value(max_size), "largest message size in bytes")
+      ("sizes", po::value(&sizes), "message sizes in bytes, comma-separated (instead of the default list)")
+      ("eager-max", po::value(&eager_max)->default_value(eager_max),
+       "largest message size of the s, r, o kernels (bytes; OpenMPI's shared-memory eager limit, 4096,\n"
+       "includes its header, so 4096-byte messages already take the rendezvous path)")
+      ("kernels", po::value(&kernels)->default_value(kernels), "kernels or groups to measure, comma-separated")
+      ("quick", po::bool_switch(&quick), "few sizes and repetitions (a first look, tests)")
+      ("min-rep-time", po::value(&min_rep_time), "seconds one repetition should last (default 1e-3, quick 1e-4)")
+      ("microbench", po::value(&microbench)->default_value(microbench), "path of mkcalib_microbench")
+      ("mpirun", po::value(&mpirun)->default_value(mpirun), "mpirun to use")
+      ("mpirun-arg", po::value(&mpirun_args)->composing(), "extra mpirun argument (repeatable)");
+  if (!parse_options(args, desc, {}, out)) return EXIT_OK;
+
+  if (np < 1) throw UsageError("-np must be at least 1");
+  calibration::BenchRequest request;
+  try {
+    request.kernels = calibration::parse_kernel_list(kernels);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--kernels: ") + e.what());
+  }
+  if (np < 2)
+    for (calibration::Kernel k : request.kernels)
+      if (calibration::size_list_of(k) == calibration::SizeList::EAGER || k == calibration::Kernel::PINGPONG)
+        throw UsageError(std::string("kernel ") + calibration::kernel_name(k) + " needs -np 2 or more");
+  request.config = calibration::default_config(quick, max_size, eager_max, np);
+  if (!sizes.empty()) {
+    request.config.message_sizes = parse_sizes(sizes);
+    request.config.eager_sizes.clear();
+    for (std::uint64_t s : request.config.message_sizes)
+      if (s <= eager_max) request.config.eager_sizes.push_back(s);
+  }
+  if (reps >= 0) request.config.reps = reps;
+  if (warmup >= 0) request.config.warmup = warmup;
+  if (min_rep_time > 0) request.config.min_rep_time_s = min_rep_time;
+  if (request.config.reps < 2) throw UsageError("--reps must be at least 2 (a confidence interval needs two)");
+  if (request.config.message_sizes.empty()) throw UsageError("no message sizes (--max-size or --sizes)");
+  if (request.config.message_sizes.size() > 256) throw UsageError("at most 256 message sizes");
+  for (calibration::Kernel k : request.kernels)
+    if (calibration::sizes_for(request.config, k).empty())
+      throw UsageError(std::string("kernel ") + calibration::kernel_name(k) + " has no sizes (eager sizes are those <= --eager-max " + std::to_string(eager_max) + ")");
+  if (!fs::exists(microbench))
+    throw UsageError(microbench + ": microbenchmark not found (build target mkcalib_microbench, or pass --microbench)");
+
+  request.output = output;
+  request.machine = machine.empty() ? fs::path(output).stem().string() : machine;
+  request.launcher.microbench = microbench;
+  request.launcher.mpirun = mpirun;
+  request.launcher.mpirun_args = mpirun_args;
+  const fs::path dir = fs::path(output).parent_path();
+  if (!dir.empty() && !fs::is_directory(dir)) throw UsageError(output + ": directory " + dir.string() + " does not exist");
+  if (fs::exists(output)) read_input(output);  // an unreadable file is bad input, reported before measuring
+
+  const calibration::BenchReport report = calibration::run_bench(request, err);
+  out << "wrote " << output << ": " << report.measured.size() << " kernel(s) measured, " << report.skipped.size()
+      << " already there, in " << std::fixed << std::setprecision(1) << report.wall_s << " s\n";
+  out.unsetf(std::ios::floatfield);
+  return EXIT_OK;
+}
+
+int cmd_show(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mkcalib show");
+  std::string file;
+  desc.add_options()("help,h", "this help")("file", po::value(&file)->required(), "database file (HDF5)");
+  po::positional_options_description positional;
+  positional.add("file", 1);
+  if (!parse_options(args, desc, positional, out)) return EXIT_OK;
+  out << calibration::format_report(read_input(file));
+  return EXIT_OK;
+}
+
+/** @brief The file `name` names (a path, or a bundled platform or skeleton); a usage error when there is none. */
+std::string existing_data(const std::string& name, const char* folder) {
+  const std::string path = resolve_data(name, folder);
+  if (path.empty() || !fs::exists(path))
+    throw UsageError(name + ": no such file (bundled " + folder + " are looked up in " + MKSIM_DATA_DIR + "/" + folder + ")");
+  return path;
+}
+
+skeletons::Skeleton load_skeleton_input(const std::string& name) {
+  try {
+    return skeletons::load_skeleton(existing_data(name, "skeletons/examples"));
+  } catch (const skeletons::SkeletonError& e) {
+    throw UsageError(e.what());
+  }
+}
+
+std::vector<std::string> param_names(const skeletons::Skeleton& sk) {
+  std::vector<std::string> names;
+  for (const auto& p : sk.params) names.push_back(p.name);
+  return names;
+}
+
+calibration::MeasuredRuns read_runs(const std::string& path, const skeletons::Skeleton& sk) {
+  if (!fs::exists(path)) throw UsageError(path + ": no such runs file");
+  try {
+    return calibration::read_measured_runs(path, param_names(sk));
+  } catch (const calibration::RunsError& e) {
+    throw UsageError(e.what());
+  }
+}
+
+int cmd_fit(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("mkcalib fit");
+  std::string platform, db, runs, skeleton, output, fit;
+  double max_error = 0.25;
+  bool no_replay = false;
+  desc.add_options()("help,h", "this help")
+      ("platform", po::value(&platform)->required(), "base platform: a generated XML file or a bundled name (paragon, t3e, ipsc860)")
+      ("db", po::value(&db), "mkcalib bench database: s, r, o, latency, bandwidth, eager threshold (and node speed without runs)")
+      ("runs", po::value(&runs), "measured runs, CSV: P, the skeleton's parameters, time_s (calibration/README.md)")
+      ("skeleton", po::value(&skeleton), "the skeleton of the measured program (a path or a bundled example)")
+      ("fit", po::value(&fit), "figures to fit, comma-separated: speed bandwidth latency s r o alpha, or all\n"
+                               "(default: every figure the database does not give)")
+      ("max-error", po::value(&max_error)->default_value(max_error), "fail when the fitted model misses a run by more (relative)")
+      ("no-replay", po::bool_switch(&no_replay), "do not replay the runs on the fitted platform")
+      ("output,o", po::value(&output)->required(), "calibrated platform file to write (atomically)");
+  if (!parse_options(args, desc, {}, out)) return EXIT_OK;
+  if (db.empty() && runs.empty()) throw UsageError("fit needs --db, --runs, or both");
+  if (!runs.empty() && skeleton.empty()) throw UsageError("--runs needs --skeleton (the program the runs measured)");
+  if (runs.empty() && !skeleton.empty()) throw UsageError("--skeleton without --runs: nothing to fit it to");
+  if (!(max_error > 0)) throw UsageError("--max-error must be positive");
+  const fs::path dir = fs::path(output).parent_path();
+  if (!dir.empty() && !fs::is_directory(dir)) throw UsageError(output + ": directory " + dir.string() + " does not exist");
+  calibration::FitRequest req;
+  try {
+    req.base = calibration::read_base_platform(existing_data(platform, "platforms"));
+    if (!fit.empty()) req.fit = calibration::parse_fit_params(fit);
+  } catch (const calibration::FitInputError& e) {
+    throw UsageError(e.what());
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--fit: ") + e.what());
+  }
+  if (!db.empty()) {
+    req.db = read_input(db);
+    req.db_path = db;
+  }
+  if (!runs.empty()) {
+    req.skeleton = load_skeleton_input(skeleton);
+    req.skeleton_path = existing_data(skeleton, "skeletons/examples");
+    req.runs = read_runs(runs, *req.skeleton);
+  }
+  req.replay_check = !no_replay;
+  req.max_error = max_error;
+  calibration::FitResult res;
+  try {
+    res = calibration::fit_platform(req, &err);
+  } catch (const calibration::FitInputError& e) {
+    throw UsageError(e.what());
+  }
+  out << calibration::format_fit_report(res, req.runs ? req.runs->param_columns : std::vector<std::string>{});
+  calibration::write_file_atomically(output, calibration::calibrated_platform_xml(req, res));
+  out << "wrote " << output << "\n";
+  return EXIT_OK;
+}
+
+calibration::PatternTable read_table(const std::string& path) {
+  try {
+    return calibration::read_pattern_table(path);
+  } catch (const calibration::PatternTableError& e) {
+    throw UsageError(e.what());
+  }
+}
+
+int cmd_table_runs(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mkcalib table-runs");
+  std::string table, machine, output;
+  int P = 16, steps = 10;
+  desc.add_options()("help,h", "this help")
+      ("table", po::value(&table)->required(), "per-pattern lines, CSV machine,pattern,regime,rho_us,beta_us_per_byte (seed 001 table 2)")
+      ("machine", po::value(&machine)->required(), "the table's machine whose lines to use (e.g. t3e)")
+      ("np,P", po::value(&P)->default_value(P), "ranks of the runs (a 2-D pattern needs P >= 4 on a Px x Py grid)")
+      ("steps", po::value(&steps)->default_value(steps), "pattern repetitions per run")
+      ("output,o", po::value(&output)->required(), "runs CSV to write (for mkcalib fit --runs with --skeleton comm_patterns.json)");
+  if (!parse_options(args, desc, {}, out)) return EXIT_OK;
+  if (P < 4 || steps < 1) throw UsageError("-P must be >= 4 and --steps >= 1");
+  calibration::MeasuredRuns runs;
+  try {
+    runs = calibration::pattern_runs(read_table(table), machine, P, steps);
+  } catch (const calibration::PatternTableError& e) {
+    throw UsageError(e.what());
+  }
+  calibration::write_file_atomically(output, calibration::format_runs_csv(runs));
+  out << "wrote " << output << ": " << runs.runs.size() << " run(s)\n";
+  return EXIT_OK;
+}
+
+int cmd_table_check(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mkcalib table-check");
+  std::string table, machine, platform;
+  int P = 16, steps = 10;
+  desc.add_options()("help,h", "this help")
+      ("table", po::value(&table)->required(), "per-pattern lines (as for table-runs)")
+      ("machine", po::value(&machine)->required(), "the table's machine whose lines to check")
+      ("platform", po::value(&platform)->required(), "the platform file or a bundled name")
+      ("np,P", po::value(&P)->default_value(P), "ranks")
+      ("steps", po::value(&steps)->default_value(steps), "pattern repetitions per run");
+  if (!parse_options(args, desc, {}, out)) return EXIT_OK;
+  if (P < 4 || steps < 1) throw UsageError("-P must be >= 4 and --steps >= 1");
+  const std::string platform_path = existing_data(platform, "platforms");
+  skeletons::Skeleton sk;
+  try {
+    sk = skeletons::load_skeleton(existing_data("comm_patterns.json", "calibration/data"));
+  } catch (const skeletons::SkeletonError& e) {
+    throw UsageError(e.what());
+  }
+  std::vector<calibration::PatternCheck> rows;
+  try {
+    rows = calibration::check_pattern_table(platform_path, sk, read_table(table), machine, P, steps);
+  } catch (const calibration::PatternTableError& e) {
+    throw UsageError(e.what());
+  } catch (const calibration::FitInputError& e) {
+    throw UsageError(e.what());
+  }
+  out << "platform " << platform_path << ", table " << table << " (" << machine << "), P=" << P << ", steps=" << steps << "\n";
+  out << calibration::format_pattern_check(rows);
+  return EXIT_OK;
+}
+
+int cmd_validate(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mkcalib validate");
+  std::string platform, runs, skeleton;
+  desc.add_options()("help,h", "this help")
+      ("platform", po::value(&platform)->required(), "the (calibrated) platform file or a bundled name")
+      ("skeleton", po::value(&skeleton)->required(), "the skeleton of the measured program")
+      ("runs", po::value(&runs)->required(), "held-out measured runs (CSV as for fit)");
+  if (!parse_options(args, desc, {}, out)) return EXIT_OK;
+  const std::string platform_path = existing_data(platform, "platforms");
+  const skeletons::Skeleton sk = load_skeleton_input(skeleton);
+  const calibration::MeasuredRuns mr = read_runs(runs, sk);
+  std::vector<calibration::ValidationRow> rows;
+  try {
+    rows = calibration::validate_platform(platform_path, sk, mr);
+  } catch (const calibration::FitInputError& e) {
+    throw UsageError(e.what());
+  }
+  out << "platform " << platform_path << ", skeleton " << sk.name << ", runs " << runs << "\n";
+  out << calibration::format_validation(rows, mr.param_columns);
+  return EXIT_OK;
+}
+
+}  // namespace
+
+int run_mkcalib(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return run_guarded("mkcalib", USAGE, err, [&]() -> int {
+    try {
+      if (args.empty()) {
+        err << USAGE;
+        return EXIT_USAGE;
+      }
+      if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+        out << USAGE;
+        return EXIT_OK;
+      }
+      if (args[0] == "--version") {
+        out << "mkcalib " << MKSIM_VERSION << "\n";
+        return EXIT_OK;
+      }
+      const std::vector<std::string> rest(args.begin() + 1, args.end());
+      if (args[0] == "bench") return cmd_bench(rest, out, err);
+      if (args[0] == "show") return cmd_show(rest, out);
+      if (args[0] == "fit") return cmd_fit(rest, out, err);
+      if (args[0] == "validate") return cmd_validate(rest, out);
+      if (args[0] == "table-runs") return cmd_table_runs(rest, out);
+      if (args[0] == "table-check") return cmd_table_check(rest, out);
+      throw UsageError("unknown command \"" + args[0] + "\"\n" + USAGE);
+    } catch (const calibration::FitError& e) {
+      throw std::runtime_error(std::string("fit failed: ") + e.what());  // exit code 1
+    } catch (const calibration::ResumeMismatch& e) {
+      throw UsageError(e.what());
+    }
+  });
+}
+
+}  // namespace mksim::sim

@@ -1,0 +1,47 @@
+// One simulation per OS process (SimGrid keeps one engine per process and its clock across runs): runs a
+// replay in a forked child and hands its result back through a pipe.
+#pragma once
+
+#include "sim/engine/replay.hpp"
+
+#include <functional>
+#include <string>
+
+namespace mksim::sim {
+
+/** @brief What a child process left: its exit code and the bytes it wrote. */
+struct ChildResult {
+  int code = 0;
+  std::string output;
+};
+
+/** @brief A running child process and the read end of the pipe it writes to. */
+struct Child {
+  int pid = -1;
+  int fd = -1;
+};
+
+/** @brief Forks a child that runs work(write_fd) and leaves with its return value (1, after writing the
+ *  message to the pipe, when it throws). The child dies with its parent (PR_SET_PDEATHSIG). Throws
+ *  std::runtime_error naming `what` when the pipe or the fork fails. */
+Child start_child(const std::function<int(int fd)>& work, const std::string& what);
+
+/** @brief Writes all of `bytes` to `fd` (retrying short writes); false when the reader has gone. */
+bool write_all(int fd, const std::string& bytes);
+
+/** @brief Runs work() in a forked child and returns what it wrote (exit code 0), or the message of the
+ *  exception it threw with the code `code_of` gives it. Throws std::runtime_error when the child cannot be
+ *  started or is killed by a signal (naming `what`). */
+ChildResult run_in_child(const std::function<std::string()>& work, const std::function<int(const std::exception&)>& code_of,
+                         const std::string& what);
+
+/** @brief replay() in a child process; the same result, or the same exception type (DeadlockError,
+ *  ReplayError, skeletons::SkeletonError as ReplayError) with the child's message. The caller's process
+ *  must not have a SimGrid engine running threads (call before load_machine_model in the same process). */
+results::RunResult replay_in_child(const skeletons::Skeleton& skeleton, const ReplayOptions& options);
+
+/** @brief A RunResult as JSON and back (the child-to-parent format; doubles kept exactly). */
+std::string run_result_to_json(const results::RunResult& result);
+results::RunResult run_result_from_json(const std::string& text);
+
+}  // namespace mksim::sim

@@ -1,0 +1,1567 @@
+#include "skeletons/builder/builder.hpp"
+#include "skeletons/builder/stack_regions.hpp"
+
+#include "skeletons/builder/cpg.hpp"
+#include "skeletons/builder/features.hpp"
+#include "skeletons/builder/predicate.hpp"
+#include "skeletons/builder/regress.hpp"
+#include "skeletons/expr.hpp"
+#include "skeletons/trace/reader.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+namespace mksim::skeletons::builder {
+
+namespace {
+
+using trace::Kind;
+
+// What a rank did, folded, with the run it belongs to.
+struct RunInfo {
+  std::string name;      // the run directory
+  int P = 0;
+  Vars vars;             // P and the parameters
+  std::vector<RankProgram> ranks;
+  const trace::Run* run = nullptr;
+};
+
+struct Member {
+  const RunInfo* run;
+  int rank;
+  const Seq* seq;
+};
+
+Vars vars_of(const Member& m) {
+  Vars v = m.run->vars;
+  v["rank"] = m.rank;
+  return v;
+}
+
+std::string fmt_number(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The union program. Ranks (of all runs) with the same shape share one folded structure; the distinct
+// shapes are aligned one after the other into one program (longest common subsequence over call keys,
+// loops matched with loops and their bodies aligned recursively), each node remembering which shapes,
+// and so which ranks, run it. A node not run by every rank of its enclosing block gets an `if` whose
+// condition on rank is found by the predicate search. A call carries the compute gap before it.
+
+// the identity of a call for alignment: what shape_hash sees of it
+std::uint64_t call_key(const Call& c) {
+  Seq one(1);
+  one[0].op = c;
+  return shape_hash(one);
+}
+
+// One shape's members walked in parallel: the same position in each member's sequence.
+struct Occ {
+  std::size_t shape = 0;
+  std::vector<const Node*> nodes;  // the call or loop, per member of the shape
+  std::vector<const Node*> gaps;   // the compute gap before it (nullptr when none), per member
+};
+
+struct UNode {
+  enum class Type { CALL, LOOP, TAIL, REGION } type = Type::CALL;
+  std::uint64_t key = 0;               // CALL: call_key; LOOP/TAIL: 0
+  std::vector<Occ> occ;                // REGION: its begin marker's
+  std::vector<UNode> body;             // LOOP, REGION (a REGION's ends with its end marker's TAIL)
+  std::string name;                    // REGION
+  std::vector<std::vector<Occ>> twins; // CALL copied per class (on a cycle): the occurrences of each copy
+};
+
+// A sequence cut into units: each call with the gap before it, each loop with the gap before it, and
+// the gap at the end (a TAIL unit, possibly without gap).
+struct Unit {
+  UNode::Type type;
+  std::size_t node = 0;     // index of the call/loop in the sequence (TAIL: size())
+  long gap = -1;            // index of the compute node before it, -1 when none
+};
+
+std::vector<Unit> units_of(const Seq& s) {
+  std::vector<Unit> u;
+  long gap = -1;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (std::holds_alternative<Compute>(s[i].op)) {
+      gap = static_cast<long>(i);
+      continue;
+    }
+    u.push_back({std::holds_alternative<Loop>(s[i].op) ? UNode::Type::LOOP : UNode::Type::CALL, i, gap});
+    gap = -1;
+  }
+  u.push_back({UNode::Type::TAIL, s.size(), gap});
+  return u;
+}
+
+// One shape's members at one level of the program: the same sequence position in every member.
+struct ShapeSeqs {
+  std::size_t shape = 0;
+  std::vector<const Seq*> seqs;  // per member of the shape; same structure
+};
+
+// The identity of a unit within a level: (type, key, anchor, occurrence). A loop is the loop node it was
+// matched with (LoopMatcher); a call whose key no shape repeats at this level is its key; a call whose
+// key repeats (without call sites: every MPI_Waitall is one call point) is its key, the identity of the
+// nearest unit before it that does not repeat (its anchor, SIZE_MAX for none) and how many times the
+// key came since then. So atm2d's waitall after its north exchange is the same call in every rank that
+// exchanges north, whatever exchanges came before it, and not the rank's k-th waitall.
+using UnitId = std::tuple<int, std::uint64_t, std::size_t, std::size_t>;
+
+// The call keys a loop body runs, nested loops included: what loops of different shapes are matched by.
+void collect_body_keys(const Seq& s, std::set<std::uint64_t>& keys) {
+  for (const Node& n : s) {
+    if (const auto* c = std::get_if<Call>(&n.op)) keys.insert(call_key(*c));
+    else if (const auto* l = std::get_if<Loop>(&n.op)) collect_body_keys(l->body, keys);
+  }
+}
+
+// Jaccard similarity of two key sets: shared keys over all keys (0 when they share none).
+double key_similarity(const std::set<std::uint64_t>& a, const std::set<std::uint64_t>& b) {
+  std::size_t shared = 0;
+  for (std::uint64_t k : a) shared += b.count(k);
+  const std::size_t all = a.size() + b.size() - shared;
+  return all == 0 ? 0.0 : static_cast<double>(shared) / static_cast<double>(all);
+}
+
+// The loops of one level, matched across shapes by what they contain rather than where they are: each
+// shape's loops, in its order, are aligned with the loop nodes seen so far (in their merged order) by an
+// order-keeping alignment that maximises first the summed similarity of matched body key sets (pairs
+// that share no call key add nothing), then the number of pairs: loops that share nothing still pair up
+// by position between the ones that do (atm2d's red and black ranks run their time steps from different
+// lines). Unmatched loops become new nodes. A shape without some loop (PGE2 at P = 2 has no pipelines
+// before its reduction loop) so no longer shifts the identity of the loops after it.
+class LoopMatcher {
+ public:
+  // The loop node of each of one shape's loops (given by their body key sets, in program order).
+  std::vector<std::size_t> match(const std::vector<std::set<std::uint64_t>>& loops) {
+    const std::size_t n = loops.size(), m = order_.size();
+    using Score = std::pair<double, std::size_t>;  // (summed similarity, pairs), compared in that order
+    auto plus = [](const Score& a, double sim) { return Score{a.first + sim, a.second + 1}; };
+    // best[i][j]: the best alignment of loops i.. with nodes j.. (ties: pair with the earliest node)
+    std::vector<std::vector<Score>> best(n + 1, std::vector<Score>(m + 1, Score{0.0, 0}));
+    std::vector<std::vector<double>> sim(n, std::vector<double>(m, 0.0));
+    for (std::size_t i = n; i-- > 0;)
+      for (std::size_t j = m; j-- > 0;) {
+        sim[i][j] = key_similarity(loops[i], keys_[order_[j]]);
+        best[i][j] = std::max({best[i + 1][j], best[i][j + 1], plus(best[i + 1][j + 1], sim[i][j])});
+      }
+    std::vector<std::size_t> matched(n, SIZE_MAX);  // position in order_ of each loop's node
+    for (std::size_t i = 0, j = 0; i < n && j < m;) {
+      if (best[i][j] == plus(best[i + 1][j + 1], sim[i][j])) {
+        matched[i++] = j++;
+      } else if (best[i][j] == best[i][j + 1]) {
+        ++j;
+      } else {
+        ++i;
+      }
+    }
+    // the merged order: each new loop right after the node of the matched loop before it
+    std::vector<std::size_t> ids(n), merged;
+    std::size_t j = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (matched[i] == SIZE_MAX) {
+        ids[i] = keys_.size();
+        keys_.emplace_back();
+        merged.push_back(ids[i]);
+        continue;
+      }
+      for (; j <= matched[i]; ++j) merged.push_back(order_[j]);
+      ids[i] = order_[matched[i]];
+    }
+    for (; j < m; ++j) merged.push_back(order_[j]);
+    order_ = std::move(merged);
+    for (std::size_t i = 0; i < n; ++i) keys_[ids[i]].insert(loops[i].begin(), loops[i].end());
+    return ids;
+  }
+
+ private:
+  std::vector<std::set<std::uint64_t>> keys_;  // per loop node: the body keys of every loop matched with it
+  std::vector<std::size_t> order_;             // the loop nodes in program order, as far as shapes tell
+};
+
+// The strongly connected components of a directed graph (Tarjan's algorithm, iterative): component
+// index per node.
+std::vector<std::size_t> strong_components(const std::vector<std::set<std::size_t>>& succ) {
+  const std::size_t n = succ.size();
+  constexpr std::size_t NONE = SIZE_MAX;
+  std::vector<std::size_t> index(n, NONE), low(n, 0), comp(n, NONE), stack;
+  std::vector<bool> on_stack(n, false);
+  std::size_t counter = 0, comps = 0;
+  struct Frame {
+    std::size_t v;
+    std::set<std::size_t>::const_iterator next;
+  };
+  for (std::size_t root = 0; root < n; ++root) {
+    if (index[root] != NONE) continue;
+    std::vector<Frame> dfs{{root, succ[root].begin()}};
+    index[root] = low[root] = counter++;
+    stack.push_back(root);
+    on_stack[root] = true;
+    while (!dfs.empty()) {
+      Frame& f = dfs.back();
+      if (f.next != succ[f.v].end()) {
+        const std::size_t w = *f.next++;
+        if (index[w] == NONE) {
+          index[w] = low[w] = counter++;
+          stack.push_back(w);
+          on_stack[w] = true;
+          dfs.push_back({w, succ[w].begin()});
+        } else if (on_stack[w]) {
+          low[f.v] = std::min(low[f.v], index[w]);
+        }
+        continue;
+      }
+      const std::size_t v = f.v;
+      dfs.pop_back();
+      if (!dfs.empty()) low[dfs.back().v] = std::min(low[dfs.back().v], low[v]);
+      if (low[v] == index[v]) {
+        std::size_t w;
+        do {
+          w = stack.back();
+          stack.pop_back();
+          on_stack[w] = false;
+          comp[w] = comps;
+        } while (w != v);
+        ++comps;
+      }
+    }
+  }
+  return comp;
+}
+
+// Whether a graph given as edge set has no cycle (Kahn's algorithm).
+bool acyclic(const std::set<std::pair<std::size_t, std::size_t>>& edges) {
+  std::map<std::size_t, std::size_t> indegree;
+  std::map<std::size_t, std::vector<std::size_t>> succ;
+  for (const auto& [a, b] : edges) {
+    indegree.try_emplace(a, 0);
+    ++indegree[b];
+    succ[a].push_back(b);
+  }
+  std::vector<std::size_t> ready;
+  for (const auto& [v, d] : indegree)
+    if (d == 0) ready.push_back(v);
+  std::size_t done = 0;
+  while (!ready.empty()) {
+    const std::size_t v = ready.back();
+    ready.pop_back();
+    ++done;
+    for (std::size_t w : succ[v])
+      if (--indegree[w] == 0) ready.push_back(w);
+  }
+  return done == indegree.size();
+}
+
+// Builds one level of the union program from every shape's sequences at that level. A unit's identity
+// is its UnitId (calls by key and occurrence, loops by LoopMatcher); the order is a topological order of
+// "comes before" over all shapes (each shape's own order is kept; nodes of different shapes that no shape
+// orders keep the order of the first shape that has them). Shapes that order the same nodes differently
+// make cycles. Then the shapes are put into classes that each agree on one order (greedily, most common
+// shapes first: a shape joins, among the classes it stays acyclic with, the first that already has most
+// of its orderings among the cycles' nodes, else it starts a class; with `per_shape`, every shape is a
+// class of its own), and only the nodes on a cycle (in a strongly connected component of more than one
+// node) get one copy per class; every other node stays shared. The result is acyclic: a cycle would lie
+// within one component, whose copies each take edges from one class only. `shared` is set when a class
+// holds several shapes.
+std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_shape, bool& shared) {
+  // each input's units and their identities
+  struct Walk {
+    std::vector<Unit> units;
+    std::vector<std::size_t> base;  // per unit: its identity's index
+  };
+  std::vector<Walk> walks(inputs.size());
+  std::map<UnitId, std::size_t> base_index;
+  std::vector<UnitId> base_ids;
+  LoopMatcher loops;
+  std::set<std::uint64_t> repeated;  // call keys that some input has more than once at this level
+  for (const ShapeSeqs& in : inputs) {
+    std::set<std::uint64_t> once;
+    for (const Node& n : *in.seqs.front())
+      if (const auto* c = std::get_if<Call>(&n.op); c && !once.insert(call_key(*c)).second) repeated.insert(call_key(*c));
+  }
+  for (std::size_t in = 0; in < inputs.size(); ++in) {
+    const Seq& rep = *inputs[in].seqs.front();
+    Walk& w = walks[in];
+    w.units = units_of(rep);
+    std::vector<std::set<std::uint64_t>> loop_keys;
+    for (const Unit& u : w.units)
+      if (u.type == UNode::Type::LOOP) collect_body_keys(std::get<Loop>(rep[u.node].op).body, loop_keys.emplace_back());
+    const std::vector<std::size_t> loop_ids = loops.match(loop_keys);
+    std::map<std::uint64_t, std::size_t> since_anchor;
+    std::size_t anchor = SIZE_MAX, loop = 0;
+    for (const Unit& u : w.units) {
+      UnitId id{2, 0, 0, 0};
+      if (u.type == UNode::Type::CALL) {
+        const std::uint64_t k = call_key(std::get<Call>(rep[u.node].op));
+        id = repeated.count(k) ? UnitId{0, k, anchor, since_anchor[k]++} : UnitId{0, k, 0, 0};
+      } else if (u.type == UNode::Type::LOOP) {
+        id = {1, 0, loop_ids[loop++], 0};
+      }
+      auto [it, fresh] = base_index.try_emplace(id, base_ids.size());
+      if (fresh) base_ids.push_back(id);
+      w.base.push_back(it->second);
+      if (std::get<0>(id) == 1 || (std::get<0>(id) == 0 && !repeated.count(std::get<1>(id)))) {
+        anchor = it->second;
+        since_anchor.clear();
+      }
+    }
+  }
+  // "comes before" over all inputs, and the nodes on its cycles
+  std::vector<std::set<std::size_t>> base_succ(base_ids.size());
+  for (const Walk& w : walks)
+    for (std::size_t k = 1; k < w.base.size(); ++k) base_succ[w.base[k - 1]].insert(w.base[k]);
+  const std::vector<std::size_t> comp = strong_components(base_succ);
+  std::vector<std::size_t> comp_size(base_ids.size(), 0);
+  for (std::size_t c : comp) ++comp_size[c];
+  auto on_cycle = [&](std::size_t b) { return comp_size[comp[b]] > 1; };
+  // classes of inputs that agree on the order of the cycles' nodes
+  std::vector<std::size_t> class_of(inputs.size(), 0);
+  std::vector<std::set<std::pair<std::size_t, std::size_t>>> classes;  // edges inside components, per class
+  std::vector<std::size_t> class_size;
+  bool cyclic = false;
+  for (std::size_t b = 0; b < base_ids.size(); ++b) cyclic = cyclic || on_cycle(b);
+  for (std::size_t in = 0; cyclic && in < inputs.size(); ++in) {
+    std::set<std::pair<std::size_t, std::size_t>> own;
+    const Walk& w = walks[in];
+    for (std::size_t k = 1; k < w.base.size(); ++k)
+      if (on_cycle(w.base[k]) && comp[w.base[k - 1]] == comp[w.base[k]]) own.emplace(w.base[k - 1], w.base[k]);
+    std::size_t chosen = SIZE_MAX, chosen_agree = 0;
+    for (std::size_t c = 0; !per_shape && c < classes.size(); ++c) {
+      std::size_t agree = 0;
+      for (const auto& e : own) agree += classes[c].count(e);
+      if (chosen != SIZE_MAX && agree <= chosen_agree) continue;
+      std::set<std::pair<std::size_t, std::size_t>> joined = classes[c];
+      joined.insert(own.begin(), own.end());
+      if (!acyclic(joined)) continue;
+      chosen = c;
+      chosen_agree = agree;
+    }
+    if (chosen == SIZE_MAX) {
+      chosen = classes.size();
+      classes.emplace_back();
+      class_size.push_back(0);
+    }
+    classes[chosen].insert(own.begin(), own.end());
+    class_of[in] = chosen;
+    if (++class_size[chosen] > 1) shared = true;
+  }
+
+  // the union nodes: one per identity, or per identity and class on a cycle
+  struct Info {
+    UNode node;
+    std::pair<std::size_t, std::size_t> priority;  // (input index, position): first appearance
+    std::vector<std::pair<std::size_t, Unit>> loops; // LOOP: (input index, unit) per input
+  };
+  std::map<std::pair<std::size_t, std::size_t>, std::size_t> index;  // (identity, class or 0) -> node
+  std::vector<Info> nodes;
+  std::vector<std::set<std::size_t>> succ;
+  std::vector<std::size_t> indegree;
+  for (std::size_t in = 0; in < inputs.size(); ++in) {
+    const Walk& w = walks[in];
+    std::size_t prev = SIZE_MAX;
+    for (std::size_t k = 0; k < w.units.size(); ++k) {
+      const std::size_t b = w.base[k];
+      auto [it, fresh] = index.try_emplace({b, on_cycle(b) ? class_of[in] : 0}, nodes.size());
+      if (fresh) {
+        Info info;
+        info.node.type = w.units[k].type;
+        info.node.key = info.node.type == UNode::Type::CALL ? std::get<1>(base_ids[b]) : 0;
+        info.priority = {in, k};
+        nodes.push_back(std::move(info));
+        succ.emplace_back();
+        indegree.push_back(0);
+      }
+      const std::size_t id = it->second;
+      Occ o;
+      o.shape = inputs[in].shape;
+      for (const Seq* sq : inputs[in].seqs) {
+        o.nodes.push_back(w.units[k].type == UNode::Type::TAIL ? nullptr : &(*sq)[w.units[k].node]);
+        o.gaps.push_back(w.units[k].gap >= 0 ? &(*sq)[static_cast<std::size_t>(w.units[k].gap)] : nullptr);
+      }
+      nodes[id].node.occ.push_back(std::move(o));
+      if (w.units[k].type == UNode::Type::LOOP) nodes[id].loops.emplace_back(in, w.units[k]);
+      if (prev != SIZE_MAX && succ[prev].insert(id).second) ++indegree[id];
+      prev = id;
+    }
+  }
+  // Kahn's algorithm, smallest first appearance first
+  std::set<std::pair<std::pair<std::size_t, std::size_t>, std::size_t>> ready;
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (indegree[i] == 0) ready.insert({nodes[i].priority, i});
+  std::vector<std::size_t> order;
+  while (!ready.empty()) {
+    const std::size_t i = ready.begin()->second;
+    ready.erase(ready.begin());
+    order.push_back(i);
+    for (std::size_t j : succ[i])
+      if (--indegree[j] == 0) ready.insert({nodes[j].priority, j});
+  }
+  if (order.size() != nodes.size()) throw std::logic_error("build_level: the union of classes that agree on an order has a cycle");
+  // the copies of one call (one identity, several classes) know each other's occurrences: their numbers are
+  // fitted together first (see Builder::fit_call_int)
+  std::map<std::size_t, std::vector<std::size_t>> copies;  // identity -> its nodes
+  for (const auto& [key, id] : index)
+    if (nodes[id].node.type == UNode::Type::CALL) copies[key.first].push_back(id);
+  for (const auto& [b, ids] : copies) {
+    if (ids.size() < 2) continue;
+    std::vector<std::vector<Occ>> all;
+    for (std::size_t id : ids) all.push_back(nodes[id].node.occ);
+    for (std::size_t id : ids) nodes[id].node.twins = all;
+  }
+  std::vector<UNode> level;
+  for (std::size_t i : order) {
+    Info& info = nodes[i];
+    if (info.node.type == UNode::Type::LOOP) {
+      std::vector<ShapeSeqs> bodies;
+      for (const auto& [in, unit] : info.loops) {
+        ShapeSeqs b;
+        b.shape = inputs[in].shape;
+        for (const Seq* sq : inputs[in].seqs) b.seqs.push_back(&std::get<Loop>((*sq)[unit.node].op).body);
+        bodies.push_back(std::move(b));
+      }
+      info.node.body = build_level(bodies, per_shape, shared);
+    }
+    level.push_back(std::move(info.node));
+  }
+  return level;
+}
+
+// The builder's state for one skeleton.
+class Builder {
+ public:
+  Builder(std::vector<RunInfo> runs, std::vector<std::string> params, const BuildOptions& o)
+      : runs_(std::move(runs)), params_(std::move(params)), opt_(o) {}
+
+  BuildResult result;
+
+  nlohmann::json build() {
+    // every rank of every run is a member; ranks with the same shape share one alignment
+    std::map<std::uint64_t, std::size_t> shape_index;
+    for (const RunInfo& r : runs_)
+      for (const RankProgram& p : r.ranks) {
+        const std::uint64_t h = shape_hash(p.seq);
+        auto [it, fresh] = shape_index.try_emplace(h, shapes_.size());
+        if (fresh) shapes_.emplace_back();
+        shapes_[it->second].push_back(members_.size());
+        members_.push_back({&r, p.rank, &p.seq});
+      }
+    // align the most common shapes first: they set the order of the program
+    std::vector<std::size_t> order(shapes_.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return shapes_[a].size() > shapes_[b].size(); });
+    std::vector<ShapeSeqs> inputs;
+    for (std::size_t s : order) {
+      ShapeSeqs in;
+      in.shape = s;
+      for (std::size_t m : shapes_[s]) in.seqs.push_back(members_[m].seq);
+      inputs.push_back(std::move(in));
+    }
+    for (const auto& m : members_) collect_waited(*m.seq);
+    nlohmann::json phases = build_phases();
+    // shapes that agree on an order share the copies of a level whose shapes disagree; when the ranks of
+    // such a copy follow no condition on rank, every shape gets its own copy there instead
+    const std::size_t warnings = result.warnings.size(), ambiguities = result.ambiguities.size();
+    bool shared = false;
+    nlohmann::json body;
+    try {
+      body = emit_program(inputs, false, shared);
+    } catch (const BuildError& e) {
+      if (!shared) throw;
+      result.warnings.resize(warnings);
+      result.ambiguities.resize(ambiguities);
+      uses_v2_ = false;
+      last_request_phase_.clear();
+      body = emit_program(inputs, true, shared);
+      result.warnings.push_back(std::string("one copy per shape where shapes order calls differently: the ranks of a copy ") +
+                                "shared by shapes that agree follow no condition on rank (" + e.what() + ")");
+    }
+
+    nlohmann::json sk;
+    sk["format"] = "mksim-skeleton";
+    sk["name"] = name();
+    sk["description"] = "Built by mkskel from " + std::to_string(runs_.size()) + " traced run(s) of " +
+                        command_text() + ".";
+    nlohmann::json params = nlohmann::json::object();
+    const RunInfo& largest = runs_.back();
+    for (const auto& p : params_) params[p] = {{"default", largest.vars.at(p)}, {"doc", "run parameter (traced runs: " + values_of(p) + ")"}};
+    sk["params"] = params;
+    sk["body"] = std::move(body);
+    // format v2 only when the skeleton uses it (regions, distributions): others stay readable by v1 readers
+    sk["version"] = uses_v2_ ? 2 : 1;
+    if (!phases.empty()) sk["phases"] = phases;
+    nlohmann::json prov;
+    prov["tool"] = "mkskel";
+    prov["runs"] = nlohmann::json::array();
+    for (const RunInfo& r : runs_) {
+      nlohmann::json jr;
+      jr["dir"] = r.name;
+      jr["P"] = r.P;
+      for (const auto& p : params_) jr["params"][p] = r.vars.at(p);
+      prov["runs"].push_back(jr);
+    }
+    prov["shapes"] = shapes_.size();
+    if (fixed_params_) {
+      std::string fixed;
+      for (const auto& p : params_)
+        if (values_of(p).find(',') == std::string::npos) fixed += (fixed.empty() ? "" : ", ") + p + "=" + values_of(p);
+      if (!fixed.empty())
+        result.ambiguities.insert(result.ambiguities.begin(),
+                                  fixed + " in every run: no expression can depend on " +
+                                      (fixed.find(',') == std::string::npos ? "it" : "them") +
+                                      "; trace runs at other values to find out whether the program's numbers do");
+    }
+    if (!result.ambiguities.empty()) prov["ambiguities"] = result.ambiguities;
+    if (!result.warnings.empty()) prov["warnings"] = result.warnings;
+    sk["provenance"] = prov;
+    return sk;
+  }
+
+ private:
+  std::vector<RunInfo> runs_;
+  std::vector<std::string> params_;
+  BuildOptions opt_;
+  std::vector<Member> members_;
+  std::vector<std::vector<std::size_t>> shapes_;        // shape -> member indices
+  std::map<std::uint64_t, std::string> request_names_;  // waited isend/irecv site -> name
+  std::map<std::vector<bool>, std::string> predicates_; // member set -> condition
+  std::map<std::uint64_t, std::string> site_phase_;      // call site -> phase name
+  std::string last_request_phase_;                       // phase of the last isend/irecv emitted
+  bool fixed_params_ = false;                            // some fit met a parameter that never varied
+  bool uses_v2_ = false;                                 // a region or a compute distribution was written
+
+  // The communication phase graph of every run (cpg.hpp), generalised: a phase is the same in two runs
+  // when it has the same call points; its depth, width and overlapped computation are regressed over the
+  // runs, its send and receive lists become conditions on rank.
+  nlohmann::json build_phases() {
+    struct Seen {
+      const RunInfo* run;
+      const Phase* phase;
+      bool independent_next;
+    };
+    std::vector<PhaseGraph> graphs;
+    graphs.reserve(runs_.size());
+    for (const RunInfo& r : runs_) graphs.push_back(build_cpg(*r.run, r.ranks));
+    std::map<std::string, std::vector<Seen>> by_key;
+    std::vector<std::string> order;  // keys, in the order of the largest run, then the others
+    std::map<std::string, std::vector<std::uint64_t>> key_sites;
+    std::map<std::string, const Phase*> example;
+    for (std::size_t ri = runs_.size(); ri-- > 0;) {
+      const PhaseGraph& g = graphs[ri];
+      for (const Phase& ph : g.phases) {
+        std::vector<std::pair<int, std::uint64_t>> pts;
+        for (int id : ph.send_points) pts.emplace_back(static_cast<int>(g.points[static_cast<std::size_t>(id)].kind), g.points[static_cast<std::size_t>(id)].site);
+        for (int id : ph.recv_points) pts.emplace_back(static_cast<int>(g.points[static_cast<std::size_t>(id)].kind), g.points[static_cast<std::size_t>(id)].site);
+        std::sort(pts.begin(), pts.end());
+        pts.erase(std::unique(pts.begin(), pts.end()), pts.end());
+        std::string key;
+        for (const auto& [k, site] : pts) key += std::to_string(k) + ":" + std::to_string(site) + ",";
+        if (ph.type == PhaseType::COLLECTIVE) key += "c" + std::to_string(static_cast<int>(ph.collective));
+        bool independent = false;
+        for (const PhaseLink& l : g.order)
+          if (l.from == ph.id) independent = l.independent;
+        if (!by_key.count(key)) {
+          order.push_back(key);
+          example[key] = &ph;
+          for (const auto& pt : pts) key_sites[key].push_back(pt.second);
+        }
+        by_key[key].push_back({&runs_[ri], &ph, independent});
+      }
+    }
+    nlohmann::json out = nlohmann::json::array();
+    std::map<std::string, int> counter;
+    for (const std::string& key : order) {
+      const std::vector<Seen>& seen = by_key[key];
+      const Phase& ex = *example[key];
+      bool pipeline = false;
+      for (const Seen& x : seen) pipeline = pipeline || (x.phase->type_decided && x.phase->type == PhaseType::PIPELINE);
+      std::string type = ex.type == PhaseType::COLLECTIVE ? "collective" : pipeline ? "pipeline" : "synchronous";
+      std::string base = ex.type == PhaseType::COLLECTIVE ? std::string(trace::kind_name(ex.collective)).substr(4) : type;
+      for (char& c : base) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      const std::string name = base + "-" + std::to_string(++counter[base]);
+      const std::string at = "/phases/" + std::to_string(out.size());
+      nlohmann::json j = {{"name", name}, {"type", type}};
+      if (ex.type == PhaseType::COLLECTIVE) j["collective"] = base;
+      nlohmann::json fits = nlohmann::json::object();
+      std::vector<Sample> depth, occ, overlap;
+      for (const Seen& x : seen) {
+        depth.push_back({x.run->vars, static_cast<double>(x.phase->depth), x.run->name});
+        occ.push_back({x.run->vars, static_cast<double>(x.phase->occurrences), x.run->name});
+        if (x.phase->overlap_s.n > 0) overlap.push_back({x.run->vars, x.phase->overlap_s.mean(), x.run->name});
+      }
+      if (ex.type != PhaseType::COLLECTIVE) j["depth"] = fit_int(depth, at, fits, "depth", false);
+      j["occurrences"] = fit_int(occ, at, fits, "occurrences", false);
+      if (!overlap.empty()) j["overlap_s"] = fit_real(overlap, at, fits, "overlap_s");
+      // SL and RL as conditions on rank, over every run (absent: empty lists)
+      for (const char* list : {"senders", "receivers"}) {
+        std::vector<RunLabels> labels;
+        for (const RunInfo& r : runs_) {
+          RunLabels l;
+          l.vars = r.vars;
+          l.member.assign(static_cast<std::size_t>(r.P), false);
+          for (const Seen& x : seen)
+            if (x.run == &r)
+              for (int rank : std::string(list) == "senders" ? x.phase->senders : x.phase->receivers)
+                l.member[static_cast<std::size_t>(rank)] = true;
+          labels.push_back(std::move(l));
+        }
+        const GroupPredicate g = find_group_predicate(labels);
+        if (g.found) {
+          j[list] = g.text;
+          if (!g.alternatives.empty())
+            result.ambiguities.push_back(at + "/" + list + ": \"" + g.text + "\" fits every run, and so does \"" +
+                                         g.alternatives.front().text + "\"");
+        } else {
+          result.warnings.push_back(at + "/" + list + ": no condition on rank describes the list in every run: " + g.message);
+        }
+      }
+      j["independent_of_next"] = seen.front().independent_next;
+      j["fit"] = fits;
+      j["doc"] = std::to_string(seen.size()) + " of " + std::to_string(runs_.size()) + " runs have this phase";
+      for (std::uint64_t site : key_sites[key])
+        if (site != 0) site_phase_.emplace(site, name);
+      out.push_back(std::move(j));
+    }
+    return out;
+  }
+
+  // The union program of the shapes `inputs`, its regions nested, as skeleton blocks.
+  nlohmann::json emit_program(const std::vector<ShapeSeqs>& inputs, bool per_shape, bool& shared) {
+    std::vector<UNode> program = build_level(inputs, per_shape, shared);
+    program = nest_regions(std::move(program), true);
+    if (std::getenv("MKSKEL_DEBUG")) dump(program, 0);
+    branches_.clear();
+    nlohmann::json body = emit_list(program, std::vector<bool>(members_.size(), true), "/body");
+    pair_coins(body, "/body");
+    return body;
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // Shared coins. A data-dependent branch that sends and one that receives the same messages (coin_ring:
+  // rank r sends when its coin falls, rank r+1 receives when r's coin fell) would be drawn independently by
+  // each replayed rank, and their messages would not pair. Siblings A (one send) and B (one receive, same tag
+  // and size) whose counts agree rank by rank -- B at rank r ran as often as A at the rank B receives from,
+  // and A's destination there is r, in every traced run -- get one coin: A tosses its own, B tosses the coin of
+  // the rank it receives from (`coin_rank`), with A's probability at that rank.
+
+  struct BranchRecord {
+    std::map<std::pair<const RunInfo*, int>, double> taken;  // (run, rank) -> times the branch ran
+    std::string warning;                                     // why replay pairs its messages in expectation only
+  };
+  std::vector<BranchRecord> branches_;
+  int coins_ = 0;
+
+  static const nlohmann::json* only_p2p(const nlohmann::json& then, bool sending) {
+    const nlohmann::json* found = nullptr;
+    for (const auto& b : then) {
+      const std::string op = b.value("op", "");
+      if (op == "send" || op == "isend" || op == "recv" || op == "irecv") {
+        if (found || (op == "send" || op == "isend") != sending) return nullptr;
+        found = &b;
+      } else if (b.contains("then") || b.contains("body")) {
+        return nullptr;
+      }
+    }
+    if (found && (found->at("peer") == "any" || found->at("tag") == "any")) return nullptr;
+    return found;
+  }
+
+  // The value of a skeleton expression of P, rank and the run's parameters; NaN when it uses anything else.
+  double eval_at(const std::string& text, const RunInfo& run, int rank) const {
+    SymbolTable names;
+    std::vector<double> frame;
+    names.add("P");
+    frame.push_back(run.P);
+    names.add("rank");
+    frame.push_back(rank);
+    for (const auto& [k, v] : run.vars)
+      if (k != "P" && k != "rank") {
+        names.add(k);
+        frame.push_back(v);
+      }
+    try {
+      return parse_expr(text, names).eval(frame);
+    } catch (const std::exception&) {
+      return std::nan("");
+    }
+  }
+
+  static std::string expr_text(const nlohmann::json& j) { return j.is_string() ? j.get<std::string>() : j.dump(); }
+
+  bool same_messages(const BranchRecord& a, const nlohmann::json& send, const BranchRecord& b, const nlohmann::json& recv) const {
+    if (send.at("tag") != recv.at("tag") || send.at("size") != recv.at("size")) return false;
+    const std::string from = expr_text(recv.at("peer")), to = expr_text(send.at("peer"));
+    std::map<const RunInfo*, bool> runs;
+    for (const auto& [key, n] : b.taken) {
+      const auto [run, r] = key;
+      runs[run] = true;
+      const double src = eval_at(from, *run, r);
+      if (!(src >= 0 && src < run->P) || src != std::floor(src)) return false;
+      const auto it = a.taken.find({run, static_cast<int>(src)});
+      if (it == a.taken.end() || it->second != n || eval_at(to, *run, static_cast<int>(src)) != r) return false;
+    }
+    for (const auto& [key, n] : a.taken)  // every sending rank has its receiver among B's ranks
+      if (n > 0 && !runs.count(key.first)) return false;
+    return !b.taken.empty();
+  }
+
+  // `rank` in an expression replaced by another expression (whole words only).
+  static std::string at_rank(const std::string& text, const std::string& rank) {
+    std::string out;
+    for (std::size_t i = 0; i < text.size();) {
+      const bool start = i == 0 || !(std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '_');
+      const std::size_t e = i + 4;
+      if (start && text.compare(i, 4, "rank") == 0 &&
+          (e >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '_'))) {
+        out += "(" + rank + ")";
+        i = e;
+      } else {
+        out += text[i++];
+      }
+    }
+    return out;
+  }
+
+  void pair_coins(nlohmann::json& list, const std::string& where) {
+    std::vector<std::size_t> ifs;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      nlohmann::json& b = list[i];
+      for (const char* arm : {"body", "then", "else"})
+        if (b.contains(arm)) pair_coins(b[arm], where + "/" + std::to_string(i) + "/" + arm);
+      if (b.contains("_branch")) ifs.push_back(i);
+    }
+    std::set<std::size_t> paired;
+    for (std::size_t ib : ifs) {
+      nlohmann::json& B = list[ib];
+      const nlohmann::json* recv = only_p2p(B.at("then"), false);
+      if (!recv) continue;
+      for (std::size_t ia : ifs) {
+        nlohmann::json& A = list[ia];
+        if (ia == ib || paired.count(ia)) continue;
+        const nlohmann::json* send = only_p2p(A.at("then"), true);
+        if (!send || !same_messages(branches_[A["_branch"].get<std::size_t>()], *send, branches_[B["_branch"].get<std::size_t>()], *recv))
+          continue;
+        const std::string coin = "coin" + std::to_string(++coins_), from = expr_text(recv->at("peer"));
+        A["coin"] = coin;
+        B["coin"] = coin;
+        B["coin_rank"] = from;
+        B["prob"] = at_rank(A.at("prob").get<std::string>(), from);
+        B["fit"]["prob"]["coin"] = "the sender's toss: " + where + "/" + std::to_string(ia) + " at rank " + from;
+        paired.insert(ia);
+        paired.insert(ib);
+        uses_v2_ = true;
+        break;
+      }
+    }
+    for (std::size_t i : ifs) {
+      if (!paired.count(i)) {
+        const std::string& w = branches_[list[i]["_branch"].get<std::size_t>()].warning;
+        if (!w.empty()) result.warnings.push_back(w);
+      }
+      list[i].erase("_branch");
+    }
+  }
+
+  void dump(const std::vector<UNode>& list, int depth) const {
+    for (const UNode& u : list) {
+      std::fprintf(stderr, "%*s%s key=%llx shapes:", depth * 2, "",
+                   u.type == UNode::Type::CALL ? "call" : u.type == UNode::Type::LOOP ? "loop" : u.type == UNode::Type::REGION ? "region" : "tail",
+                   static_cast<unsigned long long>(u.key));
+      for (const Occ& o : u.occ) std::fprintf(stderr, " %zu", o.shape);
+      if (u.type == UNode::Type::CALL) std::fprintf(stderr, " %s peer=%d", std::string(trace::kind_name(std::get<Call>(u.occ[0].nodes[0]->op).kind)).c_str(), std::get<Call>(u.occ[0].nodes[0]->op).peer);
+      std::fprintf(stderr, "\n");
+      dump(u.body, depth + 1);
+    }
+  }
+
+  std::string name() const {
+    if (!opt_.name.empty()) return opt_.name;
+    const auto& cmd = runs_.front().run->command;
+    return cmd.empty() ? "program" : std::filesystem::path(cmd.front()).filename().string();
+  }
+
+  std::string command_text() const {
+    const auto& cmd = runs_.front().run->command;
+    return cmd.empty() ? "a program" : std::filesystem::path(cmd.front()).filename().string();
+  }
+
+  std::string values_of(const std::string& p) const {
+    std::set<double> v;
+    for (const RunInfo& r : runs_) v.insert(r.vars.at(p));
+    std::string s;
+    for (double x : v) s += (s.empty() ? "" : ", ") + fmt_number(x);
+    return s;
+  }
+
+  void collect_waited(const Seq& seq) {
+    for (const Node& n : seq) {
+      if (const auto* c = std::get_if<Call>(&n.op)) {
+        if (c->kind == Kind::WAIT && c->waits_on != 0 && !request_names_.count(c->waits_on))
+          request_names_.emplace(c->waits_on, "r" + std::to_string(request_names_.size()));
+      } else if (const auto* l = std::get_if<Loop>(&n.op)) {
+        collect_waited(l->body);
+      }
+    }
+  }
+
+  static bool is_marker(const UNode& u, Kind kind) {
+    return u.type == UNode::Type::CALL && !u.occ.empty() && std::get<Call>(u.occ.front().nodes.front()->op).kind == kind;
+  }
+
+  // The annotation name of a marker node (the trace's name table of each member), or "" when its members
+  // disagree (a name built at run time).
+  std::string marker_name(const UNode& u) const {
+    std::string name;
+    bool first = true;
+    for (const Occ& o : u.occ)
+      for (std::size_t k = 0; k < o.nodes.size(); ++k) {
+        const Member& m = members_[shapes_[o.shape][k]];
+        const auto& names = m.run->run->ranks[static_cast<std::size_t>(m.rank)].names;
+        const std::int32_t id = std::get<Call>(o.nodes[k]->op).tag;
+        const std::string here = id >= 0 && static_cast<std::size_t>(id) < names.size() ? names[static_cast<std::size_t>(id)] : "";
+        if (first) name = here;
+        else if (here != name) return "";
+        first = false;
+      }
+    return name;
+  }
+
+  static bool subset(const std::vector<bool>& a, const std::vector<bool>& b) {
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (a[i] && !b[i]) return false;
+    return true;
+  }
+
+  // The region markers of mktrace.h (REGION_BEGIN/END calls) of one level of the union program become
+  // REGION nodes (the APT's ROUTINE nodes): the nodes between a begin and its end are the region's body, the
+  // compute before the end its tail. Folding keeps regions whole inside loop bodies, so a begin and its end
+  // are on one level. A pair is kept when both markers carry one name and run on the same ranks, and every
+  // node between them runs only on those ranks (else ranks that skip the region would skip those nodes
+  // too); otherwise its markers stay as they are (they emit no block) and a warning says why. At the
+  // program's level, a region still open at the end (one around MPI_Finalize) runs to the end.
+  std::vector<UNode> nest_regions(std::vector<UNode> level, bool outermost) {
+    for (UNode& u : level)
+      if (u.type == UNode::Type::LOOP) u.body = nest_regions(std::move(u.body), false);
+    constexpr std::size_t OPEN = SIZE_MAX;
+    const std::size_t last = !level.empty() && level.back().type == UNode::Type::TAIL ? level.size() - 1 : level.size();
+    std::vector<std::size_t> end(level.size(), 0);  // for a begin that makes a region: its end marker, or OPEN
+    std::vector<bool> region(level.size(), false);
+    std::vector<std::size_t> open;
+    std::vector<std::pair<std::size_t, std::size_t>> pairs;
+    for (std::size_t i = 0; i < last; ++i) {
+      if (is_marker(level[i], Kind::REGION_BEGIN)) {
+        open.push_back(i);
+      } else if (is_marker(level[i], Kind::REGION_END)) {
+        if (open.empty()) {
+          result.warnings.push_back("region \"" + marker_name(level[i]) + "\": an end without a begin in the same block; not written as a region");
+          continue;
+        }
+        pairs.emplace_back(open.back(), i);
+        open.pop_back();
+      }
+    }
+    for (std::size_t b : open) {
+      if (outermost) pairs.emplace_back(b, OPEN);
+      else result.warnings.push_back("region \"" + marker_name(level[b]) + "\": a begin without an end in the same block; not written as a region");
+    }
+    for (const auto& [b, e] : pairs) {
+      const std::string name = marker_name(level[b]);
+      const std::vector<bool> members = members_of(level[b]);
+      std::string why;
+      if (name.empty()) why = "its ranks give it different names";
+      else if (e != OPEN && marker_name(level[e]) != name) why = "it ends as \"" + marker_name(level[e]) + "\"";
+      else if (e != OPEN && members_of(level[e]) != members) why = "some ranks begin it and others end it";
+      for (std::size_t i = b + 1; why.empty() && i < (e == OPEN ? last : e); ++i)
+        if (!subset(members_of(level[i]), members)) why = "ranks that do not run the region run calls inside it (the runs' structures differ there)";
+      if (!why.empty()) {
+        result.warnings.push_back("region \"" + (name.empty() ? marker_name(level[b]) : name) + "\" is not written as a region: " + why);
+        continue;
+      }
+      region[b] = true;
+      end[b] = e;
+    }
+    std::vector<UNode> out = nest_range(level, 0, last, region, end);
+    if (last < level.size()) out.push_back(std::move(level[last]));
+    return out;
+  }
+
+  // level[from, to) with its kept regions nested (see nest_regions).
+  std::vector<UNode> nest_range(std::vector<UNode>& level, std::size_t from, std::size_t to, const std::vector<bool>& region,
+                                const std::vector<std::size_t>& end) {
+    std::vector<UNode> out;
+    std::size_t i = from;
+    while (i < to) {
+      if (!region[i]) {
+        out.push_back(std::move(level[i++]));
+        continue;
+      }
+      const bool open = end[i] == SIZE_MAX;
+      const std::size_t stop = open ? to : end[i];
+      UNode r;
+      r.type = UNode::Type::REGION;
+      r.name = marker_name(level[i]);
+      r.occ = std::move(level[i].occ);
+      r.body = nest_range(level, i + 1, stop, region, end);
+      if (!open) {
+        UNode tail;  // the compute between the region's last call and its end
+        tail.type = UNode::Type::TAIL;
+        tail.occ = std::move(level[stop].occ);
+        r.body.push_back(std::move(tail));
+      }
+      out.push_back(std::move(r));
+      i = open ? stop : stop + 1;
+    }
+    return out;
+  }
+
+  // The members (global indices) that run a union node.
+  std::vector<bool> members_of(const UNode& u) const {
+    std::vector<bool> in(members_.size(), false);
+    for (const Occ& o : u.occ)
+      for (std::size_t m : shapes_[o.shape]) in[m] = true;
+    return in;
+  }
+
+  // Which ranks of each run are in the member set `in`, for the predicate search.
+  std::vector<RunLabels> labels_of(const std::vector<bool>& in) const {
+    std::vector<RunLabels> labels;
+    std::map<const RunInfo*, std::size_t> index;
+    for (const RunInfo& r : runs_) {
+      RunLabels l;
+      l.vars = r.vars;
+      l.member.assign(static_cast<std::size_t>(r.P), false);
+      index[&r] = labels.size();
+      labels.push_back(std::move(l));
+    }
+    for (std::size_t m = 0; m < members_.size(); ++m)
+      if (in[m]) labels[index[members_[m].run]].member[static_cast<std::size_t>(members_[m].rank)] = true;
+    return labels;
+  }
+
+  // The condition that is true exactly on `in` in every run.
+  std::string condition(const std::vector<bool>& in, const std::string& where) {
+    if (auto it = predicates_.find(in); it != predicates_.end()) return it->second;
+    const std::vector<RunLabels> labels = labels_of(in);
+    GroupPredicate g = find_group_predicate(labels);
+    if (!g.found) {
+      std::string per_run;
+      for (std::size_t i = 0; i < runs_.size(); ++i)
+        per_run += "\n  " + runs_[i].name + " (" + describe_vars(runs_[i].vars) + "): ranks " + describe_ranks(labels[i].member);
+      throw BuildError(where + ": the ranks that run this part of the program follow no condition on rank that holds in every run: " +
+                       g.message + per_run +
+                       "\nThe runs' structures disagree; trace more runs at the P where this happens, or annotate "
+                       "loops with mktrace.h so that their structure is the same at every P.");
+    }
+    if (!g.alternatives.empty()) {
+      std::string alts;
+      for (const auto& a : g.alternatives) alts += (alts.empty() ? "" : ", ") + a.text;
+      std::string at;
+      for (const Vars& v : g.resolve_runs) at += (at.empty() ? "" : "; ") + describe_vars(v);
+      if (at.empty()) at = g.resolve_at ? describe_vars(*g.resolve_at) : std::string("an unseen P");
+      result.ambiguities.push_back(where + "/cond: \"" + g.text + "\" fits every run, and so do " + alts +
+                                   "; runs at " + at + " would tell them apart");
+    }
+    predicates_.emplace(in, g.text);
+    return g.text;
+  }
+
+  // The ambiguity of a fit, without the remark that a parameter never varied: that holds for every
+  // quantity alike, so build() reports it once (fixed_params_).
+  void note_ambiguity(const std::string& where, const Fit& f) {
+    if (f.ambiguity.empty()) return;
+    std::string kept, part;
+    std::string text = f.ambiguity, sep = "; ";
+    std::size_t from = 0;
+    while (from <= text.size()) {
+      std::size_t to = text.find(sep, from);
+      part = text.substr(from, to == std::string::npos ? std::string::npos : to - from);
+      if (part.find(" in every run, so the expression cannot depend on ") != std::string::npos)
+        fixed_params_ = true;
+      else if (!part.empty())
+        kept += (kept.empty() ? "" : sep) + part;
+      if (to == std::string::npos) break;
+      from = to + sep.size();
+    }
+    if (!kept.empty()) result.ambiguities.push_back(where + ": " + kept);
+  }
+
+  // Fits one integer quantity (counts, sizes, peers, tags, roots); returns its expression text.
+  std::string fit_int(const std::vector<Sample>& samples, const std::string& where, nlohmann::json& fits,
+                      const char* field, bool allow_rank) {
+    bool all_same = true;
+    for (const Sample& s : samples) all_same = all_same && s.value == samples.front().value;
+    if (all_same) return fmt_number(samples.front().value);
+    FitOptions fo;
+    fo.integer = true;
+    fo.allow_rank = allow_rank;
+    Fit f = fit_quantity(samples, params_, fo);
+    if (!f.exact) {
+      fo.integer = false;
+      f = fit_quantity(samples, params_, fo);
+      result.warnings.push_back(where + "/" + field + ": no exact expression fits every run; using \"" + f.expr +
+                                "\" (largest relative error " + fmt_number(f.max_rel_error) + ")");
+      fits[field] = {{"expr", f.expr}, {"max_rel_error", f.max_rel_error}, {"cv_rel_error", f.cv_rel_error}};
+    }
+    note_ambiguity(where + "/" + field, f);
+    return f.expr;
+  }
+
+  // An integer of a call (peer, size, tag). A call copied once per class of shapes that order calls
+  // differently is one call point, so its copies are fitted together first and an exact expression for all
+  // of them is kept for each: a copy whose class has few samples (atm2d's red exchanges without call sites
+  // have none below P = 8, its red corners being in the black class) would otherwise get a coincidence of
+  // its own runs, `rank - P/4` for `rank - Px`. The joint expression is kept only when one copy alone finds
+  // it too; else (or when none fits all copies) each copy is fitted alone.
+  template <class F>
+  std::string fit_call_int(const UNode& u, F get, const std::string& where, nlohmann::json& fits, const char* field) {
+    if (!u.twins.empty()) {
+      std::vector<Sample> all;
+      for (const auto& copy : u.twins) {
+        const std::vector<Sample> some = samples(copy, get);
+        all.insert(all.end(), some.begin(), some.end());
+      }
+      bool all_same = true;
+      for (const Sample& s : all) all_same = all_same && s.value == all.front().value;
+      if (all_same) return fmt_number(all.front().value);
+      FitOptions fo;
+      fo.integer = true;
+      fo.allow_rank = true;
+      const Fit f = fit_quantity(all, params_, fo);
+      // kept only when some copy, fitted alone, finds the same expression: one copy's data confirm it, so
+      // the joint fit is not a contrivance that merely covers two code places sharing a call point
+      bool confirmed = false;
+      for (const auto& copy : u.twins) {
+        if (!f.exact || confirmed) break;
+        const std::vector<Sample> own = samples(copy, get);
+        bool same = true;
+        for (const Sample& s : own) same = same && s.value == own.front().value;
+        confirmed = same ? fmt_number(own.front().value) == f.expr : fit_quantity(own, params_, fo).expr == f.expr;
+      }
+      if (f.exact && confirmed) {
+        note_ambiguity(where + "/" + field, f);
+        fits[field] = {{"expr", f.expr}, {"fitted_with_copies", true}, {"samples", all.size()}};
+        return f.expr;
+      }
+    }
+    return fit_int(samples(u, get), where, fits, field, true);
+  }
+
+  std::string fit_real(const std::vector<Sample>& samples, const std::string& where, nlohmann::json& fits,
+                       const char* field) {
+    FitOptions fo;
+    Fit f = fit_quantity(samples, params_, fo);
+    // A measured time is noisy: a model that depends on P or the parameters must predict left-out runs
+    // clearly better (half the error) than their plain mean does, else the mean is kept. This keeps the
+    // noise of microsecond gaps from turning into terms that grow with P at the predicted scale.
+    const double flat = constant_cv_error(samples);
+    std::vector<std::string> names{"P", "rank"};
+    names.insert(names.end(), params_.begin(), params_.end());
+    const bool constant = Feature(f.expr, names, false).uses().empty();
+    // Per-rank work that grows faster than P itself is implausible for the programs mksim models and is
+    // what time-sliced (oversubscribed) traced runs look like: such a model is rejected too.
+    bool too_steep = false;
+    if (!constant) {
+      const Feature model(f.expr, names, false);
+      for (const Sample& x : samples) {
+        Vars far = x.vars;
+        far["P"] = x.vars.at("P") * 8;
+        const double here = model.eval(x.vars), there = model.eval(far);
+        if (std::isfinite(here) && here > 0 && !(there <= 8 * here * 1.5)) too_steep = true;
+      }
+    }
+    if (!constant && (too_steep || !(f.cv_rel_error >= 0 && f.cv_rel_error <= 0.5 * flat))) {
+      if (too_steep)
+        result.warnings.push_back(where + "/" + field + ": \"" + f.expr + "\" grows faster than P; kept the mean " +
+                                  "(compute times of runs with more ranks than cores include time waiting for a core)");
+      double sum = 0;
+      for (const Sample& x : samples) sum += x.value;
+      const std::string mean = fmt_number(sum / static_cast<double>(samples.size()));
+      fits[field] = {{"expr", mean}, {"rejected", f.expr}, {"rejected_cv_rel_error", f.cv_rel_error},
+                     {"mean_cv_rel_error", flat}, {"samples", samples.size()}};
+      return mean;
+    }
+    fits[field] = {{"expr", f.expr}, {"max_rel_error", f.max_rel_error}, {"cv_rel_error", f.cv_rel_error},
+                   {"mean_cv_rel_error", flat}, {"samples", samples.size()}};
+    note_ambiguity(where + "/" + field, f);
+    // a time model may turn negative outside the traced range (a - b*log2(K)): a duration is not
+    return constant ? f.expr : "max(0, " + f.expr + ")";
+  }
+
+  // Leave-one-run-out relative error of predicting each run's mean value by the other runs' mean.
+  static double constant_cv_error(const std::vector<Sample>& samples) {
+    std::map<std::string, std::pair<double, std::size_t>> by_run;
+    double total = 0;
+    for (const Sample& x : samples) {
+      auto& [sum, n] = by_run[x.run];
+      sum += x.value;
+      ++n;
+      total += x.value;
+    }
+    if (by_run.size() < 2) return 0;
+    double err = 0;
+    for (const auto& [run, sn] : by_run) {
+      const double own = sn.first / static_cast<double>(sn.second);
+      const double others = (total - sn.first) / static_cast<double>(samples.size() - sn.second);
+      err += std::fabs(others - own) / std::max(std::fabs(own), 1e-300);
+    }
+    return err / static_cast<double>(by_run.size());
+  }
+
+  // Samples of a number read from each member's node of every occurrence.
+  template <class F>
+  std::vector<Sample> samples(const UNode& u, F get) const {
+    return samples(u.occ, get);
+  }
+  template <class F>
+  std::vector<Sample> samples(const std::vector<Occ>& occ, F get) const {
+    std::vector<Sample> out;
+    for (const Occ& o : occ)
+      for (std::size_t k = 0; k < o.nodes.size(); ++k) {
+        const Member& m = members_[shapes_[o.shape][k]];
+        out.push_back({vars_of(m), get(*o.nodes[k]), m.run->name});
+      }
+    return out;
+  }
+
+  std::vector<Sample> gap_samples(const UNode& u, bool& any) const {
+    std::vector<Sample> out;
+    any = false;
+    for (const Occ& o : u.occ)
+      for (std::size_t k = 0; k < o.nodes.size(); ++k) {
+        const Member& m = members_[shapes_[o.shape][k]];
+        const Node* g = o.gaps[k];
+        const double v = g ? std::get<Compute>(g->op).seconds.mean() : 0.0;
+        any = any || v > opt_.min_compute_s;
+        out.push_back({vars_of(m), v, m.run->name});
+      }
+    return out;
+  }
+
+  static const char* p2p_op(Kind k) {
+    switch (k) {
+      case Kind::SEND: case Kind::SSEND: case Kind::BSEND: case Kind::RSEND: return "send";
+      case Kind::RECV: return "recv";
+      case Kind::ISEND: case Kind::ISSEND: return "isend";
+      case Kind::IRECV: return "irecv";
+      default: return nullptr;
+    }
+  }
+
+  static const char* collective_op(Kind k) {
+    switch (k) {
+      case Kind::BARRIER: return "barrier";
+      case Kind::BCAST: return "bcast";
+      case Kind::REDUCE: return "reduce";
+      case Kind::ALLREDUCE: return "allreduce";
+      case Kind::GATHER: return "gather";
+      case Kind::SCATTER: return "scatter";
+      case Kind::ALLGATHER: return "allgather";
+      case Kind::ALLTOALL: return "alltoall";
+      default: return nullptr;
+    }
+  }
+
+  std::string site_text(const UNode& u) const {
+    const Occ& o = u.occ.front();
+    const Call& c = std::get<Call>(o.nodes.front()->op);
+    if (c.site == 0) return "";
+    const Member& m = members_[shapes_[o.shape].front()];
+    return trace::describe_site(m.run->run->ranks[static_cast<std::size_t>(m.rank)], c.site);
+  }
+
+  // How the compute gap before a union node varies within each rank (between the iterations its folded loops
+  // stand for): the `dist` of its compute block, or null when it does not vary materially. Variation
+  // between ranks and runs is the regression's business (the mean is its model); what replay should draw
+  // is each rank's own variation around its mean. The first execution is left out (a warm-up, which the
+  // mean already carries: drawing it at random would move it in time); ranks with fewer than three
+  // executions say nothing. Whether it varies is judged robustly, on the bulk of the durations (the
+  // interquartile range of durations divided by their rank's median, pooled: the spread), so that a few
+  // iterations stretched by another process on the tracing machine do not make a regular program
+  // irregular; what is written keeps everything that was seen: durations divided by their rank's mean,
+  // pooled, as deciles (empirical) or as the spread (normal, or lognormal above 0.25).
+  nlohmann::json gap_distribution(const UNode& u, nlohmann::json& fits) const {
+    double n = 0, rel_var = 0, median_sum = 0;
+    std::size_t ranks = 0;
+    std::vector<std::pair<double, double>> by_mean, by_median;  // (multiplier, weight), pooled over ranks
+    for (const Occ& o : u.occ)
+      for (const Node* g : o.gaps) {
+        if (!g) continue;
+        const Compute& c = std::get<Compute>(g->op);
+        const double mean = c.rest.mean(), sd = c.rest.stddev(), k = static_cast<double>(c.rest.n);
+        if (c.rest.n < 2 || !(mean > 0)) continue;
+        std::vector<std::pair<double, double>> own;
+        for (const auto& [v, w] : c.rest_sketch.weighted()) own.emplace_back(v, static_cast<double>(w));
+        const double median = weighted_quantile(own, 0.5);
+        if (!(median > 0)) continue;
+        ++ranks;
+        n += k;
+        rel_var += k * (sd / mean) * (sd / mean);
+        median_sum += k * median;
+        for (const auto& [v, w] : own) {
+          by_mean.emplace_back(v / mean, w);
+          by_median.emplace_back(v / median, w);
+        }
+      }
+    if (by_mean.empty() || n < static_cast<double>(opt_.dist_min_samples)) return nullptr;
+    std::sort(by_mean.begin(), by_mean.end());
+    std::sort(by_median.begin(), by_median.end());
+    const double spread = (weighted_quantile(by_median, 0.75) - weighted_quantile(by_median, 0.25)) / 1.3489795;
+    const double spread_s = spread * median_sum / n;  // the same in seconds, at the typical duration
+    if (!(spread > opt_.dist_min_cv) || !(spread_s >= opt_.dist_min_stddev_s)) return nullptr;
+    auto round4 = [](double v) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.4g", v);
+      return std::strtod(buf, nullptr);
+    };
+    nlohmann::json dist;
+    if (n >= static_cast<double>(opt_.dist_empirical_samples)) {
+      // deciles of the multipliers; the last is set so that the piecewise-linear distribution keeps the
+      // sample's mean (a long top tail becomes a steep last segment rather than a shifted mean)
+      std::vector<double> q(11);
+      double total = 0, weight = 0;
+      for (const auto& [v, w] : by_mean) {
+        total += v * w;
+        weight += w;
+      }
+      double inner = 0;
+      for (std::size_t i = 0; i < 10; ++i) q[i] = weighted_quantile(by_mean, static_cast<double>(i) / 10.0);
+      for (std::size_t i = 1; i < 10; ++i) inner += q[i];
+      q[10] = std::max(q[9], 20 * total / weight - q[0] - 2 * inner);
+      double pl_mean = 0;  // (1 up to rounding; the reader rescales too)
+      for (std::size_t i = 0; i < 10; ++i) pl_mean += 0.05 * (q[i] + q[i + 1]);
+      nlohmann::json qs = nlohmann::json::array();
+      for (double v : q) qs.push_back(round4(v / pl_mean));
+      dist = {{"type", "empirical"}, {"quantiles", qs}};
+    } else {
+      // a truncated normal keeps its mean only while 0 is far below it; beyond 0.25, a lognormal
+      dist = {{"type", spread <= 0.25 ? "normal" : "lognormal"}, {"cv", round4(spread)}};
+    }
+    fits["dist"] = {{"samples", static_cast<std::uint64_t>(n)}, {"ranks", ranks}, {"spread", round4(spread)},
+                    {"spread_s", round4(spread_s)}, {"cv", round4(std::sqrt(rel_var / n))},
+                    {"min", round4(by_mean.front().first)}, {"max", round4(by_mean.back().first)}};
+    return dist;
+  }
+
+  // The blocks of a list of union nodes whose enclosing block runs on the members `context`.
+  nlohmann::json emit_list(const std::vector<UNode>& list, const std::vector<bool>& context, const std::string& where) {
+    nlohmann::json body = nlohmann::json::array();
+    std::size_t i = 0;
+    while (i < list.size()) {
+      // a run of consecutive nodes with the same members shares one `if`
+      const std::vector<bool> here = members_of(list[i]);
+      std::size_t j = i + 1;
+      while (j < list.size() && members_of(list[j]) == here) ++j;
+      if (here == context) {
+        for (std::size_t k = i; k < j; ++k) emit_node(list[k], here, where, body);
+      } else {
+        const std::string at = where + "/" + std::to_string(body.size());
+        nlohmann::json then = nlohmann::json::array();
+        for (std::size_t k = i; k < j; ++k) emit_node(list[k], here, at + "/then", then);
+        if (!then.empty()) body.push_back({{"op", "if"}, {"cond", condition(here, at)}, {"then", then}});
+      }
+      i = j;
+    }
+    return body;
+  }
+
+  void emit_node(const UNode& u, const std::vector<bool>& here, const std::string& where, nlohmann::json& body) {
+    // the compute gap before the node
+    bool any = false;
+    std::vector<Sample> gap = gap_samples(u, any);
+    if (any) {
+      nlohmann::json fits = nlohmann::json::object();
+      const std::string at = where + "/" + std::to_string(body.size());
+      nlohmann::json block = {{"op", "compute"}, {"seconds", fit_real(gap, at, fits, "seconds")}};
+      if (nlohmann::json dist = gap_distribution(u, fits); !dist.is_null()) {
+        block["dist"] = std::move(dist);
+        uses_v2_ = true;
+      }
+      block["fit"] = std::move(fits);
+      body.push_back(std::move(block));
+    }
+    const std::string at = where + "/" + std::to_string(body.size());
+    if (u.type == UNode::Type::TAIL) return;
+    nlohmann::json fits = nlohmann::json::object();
+    if (u.type == UNode::Type::REGION) {
+      nlohmann::json block = {{"op", "region"}, {"name", u.name}};
+      if (const std::string site = site_text(u); !site.empty()) block["provenance"] = {{"site", site}};  // of its begin
+      block["body"] = emit_list(u.body, here, at + "/body");
+      body.push_back(std::move(block));
+      uses_v2_ = true;
+      return;
+    }
+    if (u.type == UNode::Type::LOOP && is_branch(u)) {
+      emit_branch(u, here, at, fits, body);
+      return;
+    }
+    if (u.type == UNode::Type::LOOP) {
+      nlohmann::json block = {{"op", "loop"},
+                              {"count", fit_int(samples(u, [](const Node& n) { return static_cast<double>(std::get<Loop>(n.op).count); }),
+                                                at, fits, "count", true)}};
+      block["body"] = emit_list(u.body, here, at + "/body");
+      if (!fits.empty()) block["fit"] = fits;
+      body.push_back(std::move(block));
+      return;
+    }
+    emit_call(u, at, fits, body);
+  }
+
+  // Whether a union loop is a data-dependent branch of an annotated loop (fold.hpp) in every rank that runs it.
+  static bool is_branch(const UNode& u) {
+    for (const Occ& o : u.occ)
+      for (const Node* n : o.nodes)
+        if (!n || !std::get<Loop>(n->op).branch) return false;
+    return !u.occ.empty();
+  }
+
+  static bool has_p2p(const nlohmann::json& blocks) {
+    for (const auto& b : blocks) {
+      const std::string op = b.value("op", "");
+      if (op == "send" || op == "recv" || op == "isend" || op == "irecv") return true;
+      for (const char* arm : {"body", "then", "else"})
+        if (b.contains(arm) && has_p2p(b.at(arm))) return true;
+    }
+    return false;
+  }
+
+  // A data-dependent branch: `if` with `prob`, the fraction of the times its place in the loop was reached
+  // that each rank ran it, regressed over ranks and runs like a measured time (the mean unless a model of P
+  // and the parameters predicts left-out runs clearly better); when constant, the pooled fraction over every
+  // rank of every run (the maximum-likelihood estimate), with its Wilson 95% interval in the block's `fit`.
+  void emit_branch(const UNode& u, const std::vector<bool>& here, const std::string& at, nlohmann::json& fits,
+                   nlohmann::json& body) {
+    std::vector<Sample> ps;
+    double taken = 0, reached = 0;
+    BranchRecord record;
+    for (const Occ& o : u.occ)
+      for (std::size_t k = 0; k < o.nodes.size(); ++k) {
+        const Loop& l = std::get<Loop>(o.nodes[k]->op);
+        const Member& m = members_[shapes_[o.shape][k]];
+        record.taken[{m.run, m.rank}] += static_cast<double>(l.count);
+        if (l.reached == 0) continue;
+        ps.push_back({vars_of(m), static_cast<double>(l.count) / static_cast<double>(l.reached), m.run->name});
+        taken += static_cast<double>(l.count);
+        reached += static_cast<double>(l.reached);
+      }
+    const double p = reached > 0 ? taken / reached : 0.0;
+    // Do the ranks' fractions differ by more than binomial noise? Pearson's chi-square of homogeneity over
+    // every rank of every run against the pooled fraction, at the 0.1% level (Wilson-Hilferty quantile).
+    // Only then is a model of P, the parameters and rank fitted; otherwise the pooled fraction is kept.
+    double chi2 = 0;
+    std::size_t cells = 0;
+    if (p > 0 && p < 1)
+      for (const Occ& o : u.occ)
+        for (const Node* nd : o.nodes) {
+          const Loop& l = std::get<Loop>(nd->op);
+          if (l.reached == 0) continue;
+          const double n = static_cast<double>(l.reached), e = n * p;
+          chi2 += (static_cast<double>(l.count) - e) * (static_cast<double>(l.count) - e) / (e * (1 - p));
+          ++cells;
+        }
+    const double df = cells > 1 ? static_cast<double>(cells - 1) : 1.0;
+    const double h = 2.0 / (9.0 * df), critical = df * std::pow(1 - h + 3.090232 * std::sqrt(h), 3);
+    const bool varies = cells > 1 && chi2 > critical;
+    std::string prob = varies ? fit_real(ps, at, fits, "prob") : std::string("0");
+    std::vector<std::string> names{"P", "rank"};
+    names.insert(names.end(), params_.begin(), params_.end());
+    if (Feature(prob, names, false).uses().empty()) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.6g", p);
+      prob = buf;
+    } else {
+      prob = "min(1, " + prob + ")";
+    }
+    // Wilson score interval of the pooled fraction
+    const double z = 1.959964, n = std::max(reached, 1.0);
+    const double centre = (p + z * z / (2 * n)) / (1 + z * z / n);
+    const double half = z * std::sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n);
+    nlohmann::json& fp = fits["prob"];
+    fp["expr"] = prob;
+    fp["taken"] = taken;
+    fp["reached"] = reached;
+    fp["pooled"] = p;
+    fp["chi2"] = chi2;
+    fp["chi2_critical_0.001"] = critical;
+    fp["cells"] = cells;
+    fp["ci95"] = {std::max(0.0, centre - half), std::min(1.0, centre + half)};
+    nlohmann::json then = emit_list(u.body, here, at + "/then");
+    if (has_p2p(then))  // unless pair_coins finds its partner branch
+      record.warning = at + ": a data-dependent branch (taken " + fmt_number(taken) + " of " + fmt_number(reached) +
+                       " times) runs point-to-point calls and no partner branch has the same counts rank by rank; replayed "
+                       "ranks draw independently, so its messages match their partners' in expectation only";
+    branches_.push_back(std::move(record));
+    body.push_back({{"op", "if"}, {"prob", prob}, {"then", std::move(then)}, {"fit", fits}, {"_branch", branches_.size() - 1}});
+  }
+
+  static double peer_of(const Node& n) { return std::get<Call>(n.op).peer; }
+  static double tag_of(const Node& n) { return std::get<Call>(n.op).tag; }
+  static double bytes_of(const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes); }
+
+  void emit_call(const UNode& u, const std::string& at, nlohmann::json& fits, nlohmann::json& body) {
+    const Call& c = std::get<Call>(u.occ.front().nodes.front()->op);
+    const std::string site = site_text(u);
+    // a call point of a phase carries its name; a wait, the name of the phase whose requests it completes
+    // (the last labelled request in program order)
+    std::string phase_name;
+    if (auto ph = site_phase_.find(c.site); ph != site_phase_.end() && c.site != 0) phase_name = ph->second;
+    const bool is_wait = c.kind == Kind::WAIT || c.kind == Kind::WAITALL || c.kind == Kind::WAITANY || c.kind == Kind::WAITSOME;
+    if (is_wait && c.kind == Kind::WAIT && c.waits_on != 0) {
+      if (auto ph = site_phase_.find(c.waits_on); ph != site_phase_.end()) phase_name = ph->second;
+    } else if (is_wait) {
+      phase_name = last_request_phase_;
+    } else if (c.kind == Kind::ISEND || c.kind == Kind::ISSEND || c.kind == Kind::IRECV) {
+      last_request_phase_ = phase_name;
+    }
+    auto finish = [&](nlohmann::json block) {
+      if (!fits.empty()) block["fit"] = fits;
+      if (!phase_name.empty()) block["phase"] = phase_name;
+      if (!site.empty()) block["provenance"] = {{"site", site}};
+      body.push_back(std::move(block));
+      fits = nlohmann::json::object();
+    };
+    if (c.comm != 0 && c.kind != Kind::COMM_DUP && c.kind != Kind::COMM_SPLIT && c.kind != Kind::CART_CREATE &&
+        c.kind != Kind::COMM_FREE && !trace::is_annotation(c.kind)) {
+      result.warnings.push_back(at + ": " + std::string(trace::kind_name(c.kind)) + " on communicator " +
+                                std::to_string(c.comm) + " is replayed on all ranks (sub-communicators are not in format v1)");
+    }
+    if (const char* op = p2p_op(c.kind)) {
+      nlohmann::json b = {{"op", op}};
+      b["peer"] = c.peer == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_call_int(u, peer_of, at, fits, "peer"));
+      b["size"] = fit_call_int(u, bytes_of, at, fits, "size");
+      b["tag"] = c.tag == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_call_int(u, tag_of, at, fits, "tag"));
+      if ((c.kind == Kind::ISEND || c.kind == Kind::ISSEND || c.kind == Kind::IRECV) && request_names_.count(c.site))
+        b["req"] = request_names_.at(c.site);
+      finish(std::move(b));
+      return;
+    }
+    if (c.kind == Kind::SENDRECV) {
+      const std::string req = "sendrecv" + std::to_string(c.site % 100000);
+      nlohmann::json s = {{"op", "isend"}, {"req", req + "s"}};
+      s["peer"] = fit_call_int(u, peer_of, at, fits, "peer");
+      s["size"] = fit_call_int(u, bytes_of, at, fits, "size");
+      s["tag"] = fit_call_int(u, tag_of, at, fits, "tag");
+      finish(std::move(s));
+      nlohmann::json r = {{"op", "irecv"}, {"req", req + "r"}};
+      r["peer"] = c.peer2 == trace::ANY ? nlohmann::json("any")
+                                        : nlohmann::json(fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).peer2); }, at, fits, "peer"));
+      r["size"] = fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes2); }, at, fits, "size");
+      r["tag"] = c.tag2 == trace::ANY ? nlohmann::json("any")
+                                      : nlohmann::json(fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).tag2); }, at, fits, "tag"));
+      finish(std::move(r));
+      finish({{"op", "wait"}, {"req", req + "s"}});
+      finish({{"op", "wait"}, {"req", req + "r"}});
+      return;
+    }
+    if (c.kind == Kind::WAIT) {
+      if (c.waits_on == 0 || !request_names_.count(c.waits_on)) return;  // completed nothing traced
+      finish({{"op", "wait"}, {"req", request_names_.at(c.waits_on)}});
+      return;
+    }
+    if (c.kind == Kind::WAITALL || c.kind == Kind::WAITANY || c.kind == Kind::WAITSOME) {
+      if (c.kind != Kind::WAITALL)
+        result.warnings.push_back(at + ": " + std::string(trace::kind_name(c.kind)) + " is replayed as a waitall");
+      finish({{"op", "waitall"}});
+      return;
+    }
+    if (const char* op = collective_op(c.kind)) {
+      nlohmann::json b = {{"op", op}};
+      if (c.kind != Kind::BARRIER) {
+        std::vector<Sample> sizes = samples(u, bytes_of);
+        if (c.kind == Kind::ALLTOALL)  // the trace has everything sent; the skeleton per destination
+          for (Sample& s : sizes) s.value /= s.vars.at("P");
+        b["size"] = fit_int(sizes, at, fits, "size", true);
+      }
+      if (c.kind == Kind::BCAST || c.kind == Kind::REDUCE || c.kind == Kind::GATHER || c.kind == Kind::SCATTER)
+        b["root"] = fit_int(samples(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).root); }), at, fits, "root", false);
+      finish(std::move(b));
+      return;
+    }
+    switch (c.kind) {
+      case Kind::INIT: case Kind::INIT_THREAD: case Kind::FINALIZE: case Kind::COMM_DUP: case Kind::COMM_SPLIT:
+      case Kind::CART_CREATE: case Kind::COMM_FREE: case Kind::REGION_BEGIN: case Kind::REGION_END:
+      case Kind::LOOP_BEGIN: case Kind::LOOP_ITER: case Kind::LOOP_END:
+        return;
+      default:
+        result.warnings.push_back(at + ": " + std::string(trace::kind_name(c.kind)) + " has no skeleton op and is left out");
+        return;
+    }
+  }
+};
+
+}  // namespace
+
+BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOptions& options) {
+  if (given.empty()) throw BuildError("no traced runs given");
+  // regions from call-site stacks: on copies of the runs, which the builder then reads (names included)
+  std::vector<trace::Run> with_regions;
+  std::vector<std::string> region_warnings;
+  if (options.stack_regions) {
+    with_regions = given;
+    for (trace::Run& run : with_regions) {
+      const StackRegionReport rep = add_stack_regions(run);
+      if (!rep.by_address.empty()) {
+        std::string list;
+        for (const std::string& n : rep.by_address) list += (list.empty() ? "" : ", ") + n;
+        region_warnings.push_back(run.dir + ": " + rep.module_file + " has no symbol for some functions that call MPI; their regions are named by the return address into their caller: " + list);
+      }
+    }
+  }
+  const std::vector<trace::Run>& runs = options.stack_regions ? with_regions : given;
+  // parameters: numeric, the same names in every run
+  std::set<std::string> names;
+  for (const auto& [k, v] : runs.front().params) names.insert(k);
+  std::vector<RunInfo> infos;
+  BuildResult result;
+  for (const trace::Run& run : runs) {
+    if (!run.complete()) throw BuildError(run.dir + ": the trace is not complete: " + run.problems.front());
+    std::set<std::string> these;
+    RunInfo info;
+    info.name = run.dir;
+    info.P = run.P;
+    info.run = &run;
+    info.vars["P"] = run.P;
+    for (const auto& [k, v] : run.params) {
+      these.insert(k);
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !std::isfinite(x))
+        throw BuildError(run.dir + "/run.json: parameter " + k + " = " + v + " is not a number (skeleton parameters are numbers)");
+      info.vars[k] = x;
+    }
+    if (these != names)
+      throw BuildError(run.dir + "/run.json: parameters differ from " + runs.front().dir +
+                       "'s: every run must give the same --param names");
+    for (const trace::RankTrace& r : run.ranks) {
+      info.ranks.push_back(fold_rank(r, options.fold));
+      result.trace_events += r.events.size();
+    }
+    infos.push_back(std::move(info));
+  }
+  std::sort(infos.begin(), infos.end(), [](const RunInfo& a, const RunInfo& b) {
+    if (a.P != b.P) return a.P < b.P;
+    return a.vars != b.vars ? a.vars < b.vars : a.name < b.name;
+  });
+  for (std::size_t i = 1; i < infos.size(); ++i)
+    if (infos[i].vars == infos[i - 1].vars)
+      throw BuildError(infos[i].name + " and " + infos[i - 1].name + " were traced with the same P and parameters (" +
+                       describe_vars(infos[i].vars) + "): give each configuration once");
+  Builder b(std::move(infos), std::vector<std::string>(names.begin(), names.end()), options);
+  b.result.warnings.insert(b.result.warnings.end(), region_warnings.begin(), region_warnings.end());
+  nlohmann::json sk = b.build();
+  b.result.skeleton = std::move(sk);
+  b.result.trace_events = result.trace_events;
+  return std::move(b.result);
+}
+
+}  // namespace mksim::skeletons::builder

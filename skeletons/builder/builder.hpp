@@ -1,0 +1,55 @@
+// The skeleton builder (issue 4): several traced runs of one program (different P and parameters) ->
+// one scale-independent skeleton in the replay engine's format. Each rank's events are folded into
+// loops (fold.hpp); ranks of all runs that share a structure form a rank group whose condition on rank
+// is found by predicate.hpp; every number of the group's program (loop counts, peers, tags, sizes,
+// roots, compute times) is regressed across all its members (regress.hpp) into an expression of P,
+// rank and the run parameters.
+#pragma once
+
+#include "skeletons/builder/fold.hpp"
+#include "skeletons/trace/trace.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace mksim::skeletons::builder {
+
+/** @brief Knobs of the builder. */
+struct BuildOptions {
+  std::string name;              ///< skeleton name; default: the program's file name from run.json
+  FoldOptions fold;
+  double min_compute_s = 0;      ///< compute gaps whose mean is below this in every member are dropped
+  /// region blocks (ROUTINE nodes) from the call-site stacks of the traced program's functions
+  /// (stack_regions.hpp); off: only mktrace.h annotations make regions (`mkskel build --no-stack-regions`)
+  bool stack_regions = true;
+  // A compute block gets a `dist` (format v2) when its durations vary within ranks (first execution left
+  // out): a spread (interquartile range / 1.349, relative to the rank's median, pooled) above dist_min_cv
+  // and, in seconds, at least dist_min_stddev_s (timer and OS noise of short gaps is not the program's),
+  // over at least dist_min_samples executions; empirical deciles from dist_empirical_samples executions,
+  // else normal with the spread as cv (lognormal above 0.25).
+  double dist_min_cv = 0.05;                  ///< relative spread within a rank, pooled
+  double dist_min_stddev_s = 1e-5;            ///< the spread in seconds
+  std::uint64_t dist_min_samples = 10;        ///< executions, all ranks and runs
+  std::uint64_t dist_empirical_samples = 50;  ///< executions, all ranks and runs
+};
+
+/** @brief The skeleton and what the builder could not decide. */
+struct BuildResult {
+  nlohmann::json skeleton;                ///< format "mksim-skeleton", version 2 when it has regions or distributions, else 1
+  std::vector<std::string> ambiguities;   ///< quantities or groups the runs do not pin down, with the runs that would
+  std::vector<std::string> warnings;      ///< approximations (inexact fits, dropped calls)
+  std::size_t trace_events = 0;           ///< events read, all runs and ranks
+};
+
+/** @brief A build that cannot produce a valid skeleton: structures that disagree, missing parameters. */
+class BuildError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/** @brief Builds one skeleton from `runs` (complete traces of the same program). Throws BuildError. */
+BuildResult build_skeleton(const std::vector<trace::Run>& runs, const BuildOptions& options = {});
+
+}  // namespace mksim::skeletons::builder

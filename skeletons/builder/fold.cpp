@@ -1,0 +1,671 @@
+#include "skeletons/builder/fold.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace mksim::skeletons::builder {
+
+void Stats::add(double x) {
+  ++n;
+  sum += x;
+  sum2 += x * x;
+  min = std::min(min, x);
+  max = std::max(max, x);
+}
+
+void Stats::merge(const Stats& o) {
+  n += o.n;
+  sum += o.sum;
+  sum2 += o.sum2;
+  min = std::min(min, o.min);
+  max = std::max(max, o.max);
+}
+
+double Stats::stddev() const {
+  if (n < 2) return 0.0;
+  const double m = mean();
+  return std::sqrt(std::max(0.0, sum2 / static_cast<double>(n) - m * m));
+}
+
+void QuantileSketch::add(double x) {
+  if (levels_.empty()) levels_.emplace_back();
+  levels_[0].push_back(x);
+  if (levels_[0].size() > CAPACITY) compact();
+}
+
+void QuantileSketch::merge(const QuantileSketch& o) {
+  if (o.levels_.empty()) return;
+  if (levels_.size() < o.levels_.size()) levels_.resize(o.levels_.size());
+  for (std::size_t h = 0; h < o.levels_.size(); ++h) levels_[h].insert(levels_[h].end(), o.levels_[h].begin(), o.levels_[h].end());
+  compact();
+}
+
+void QuantileSketch::compact() {
+  for (std::size_t h = 0; h < levels_.size(); ++h) {
+    if (levels_[h].size() <= CAPACITY) continue;
+    std::vector<double>& level = levels_[h];
+    std::sort(level.begin(), level.end());
+    // an odd value out stays at this level (alternately the smallest and the largest): weights add up
+    double spare = 0;
+    const bool has_spare = level.size() % 2 == 1;
+    if (has_spare) {
+      spare = odd_ ? level.back() : level.front();
+      level.erase(odd_ ? level.end() - 1 : level.begin());
+    }
+    std::vector<double> up;
+    up.reserve(level.size() / 2);
+    for (std::size_t i = odd_ ? 1 : 0; i < level.size(); i += 2) up.push_back(level[i]);
+    odd_ = !odd_;
+    level.clear();
+    if (has_spare) level.push_back(spare);
+    if (h + 1 == levels_.size()) levels_.emplace_back();
+    std::vector<double>& next = levels_[h + 1];  // (levels_ may have grown: take the reference afterwards)
+    next.insert(next.end(), up.begin(), up.end());
+  }
+}
+
+std::uint64_t QuantileSketch::count() const {
+  std::uint64_t n = 0;
+  for (std::size_t h = 0; h < levels_.size(); ++h) n += static_cast<std::uint64_t>(levels_[h].size()) << h;
+  return n;
+}
+
+std::vector<std::pair<double, std::uint64_t>> QuantileSketch::weighted() const {
+  std::vector<std::pair<double, std::uint64_t>> out;
+  for (std::size_t h = 0; h < levels_.size(); ++h)
+    for (double v : levels_[h]) out.emplace_back(v, std::uint64_t{1} << h);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+double weighted_quantile(const std::vector<std::pair<double, double>>& sorted, double p) {
+  if (sorted.empty()) return 0.0;
+  double total = 0;
+  for (const auto& [v, w] : sorted) total += w;
+  // the order statistic at (fractional) position t of the expanded sample, 0 .. total - 1
+  const double t = std::clamp(p, 0.0, 1.0) * std::max(0.0, total - 1);
+  auto at = [&](double pos) {
+    double before = 0;
+    for (const auto& [v, w] : sorted) {
+      if (pos < before + w) return v;
+      before += w;
+    }
+    return sorted.back().first;
+  };
+  const double lo = std::floor(t);
+  return at(lo) + (at(lo + 1 > total - 1 ? lo : lo + 1) - at(lo)) * (t - lo);
+}
+
+Compute Compute::of(double duration) {
+  Compute c;
+  c.seconds.add(duration);
+  c.first = duration;
+  return c;
+}
+
+void Compute::merge(const Compute& o) {
+  if (seconds.n == 0) {  // nothing yet (a node whose statistics were cleared): o's are all there is
+    *this = o;
+    return;
+  }
+  if (o.seconds.n > 0) {
+    rest.add(o.first);
+    rest_sketch.add(o.first);
+  }
+  rest.merge(o.rest);
+  rest_sketch.merge(o.rest_sketch);
+  seconds.merge(o.seconds);
+}
+
+bool Call::same(const Call& o) const {
+  return kind == o.kind && site == o.site && comm == o.comm && peer == o.peer && tag == o.tag &&
+         bytes == o.bytes && root == o.root && peer2 == o.peer2 && tag2 == o.tag2 && bytes2 == o.bytes2 &&
+         waits_on == o.waits_on;
+}
+
+namespace {
+
+constexpr std::uint64_t PRIME = 1099511628211ull;
+
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  return h * PRIME;
+}
+
+std::uint64_t hash_of(const Call& c) {
+  std::uint64_t h = 0x43414c4cull;
+  for (std::uint64_t v : {static_cast<std::uint64_t>(c.kind), c.site, std::uint64_t{c.comm},
+                          static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.peer)),
+                          static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.tag)),
+                          static_cast<std::uint64_t>(c.bytes),
+                          static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.root)),
+                          static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.peer2)),
+                          static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.tag2)),
+                          static_cast<std::uint64_t>(c.bytes2), c.waits_on})
+    h = mix(h, v);
+  return h;
+}
+
+void rehash(Node& n) {
+  if (const auto* c = std::get_if<Call>(&n.op)) {
+    n.hash = hash_of(*c);
+  } else if (std::holds_alternative<Compute>(n.op)) {
+    n.hash = 0x434f4d50ull;
+  } else {
+    const Loop& l = std::get<Loop>(n.op);
+    std::uint64_t h = l.branch ? mix(0x4252414eull, 1) : mix(0x4c4f4f50ull, l.count);
+    for (const Node& b : l.body) h = mix(h, b.hash);
+    n.hash = h;
+  }
+}
+
+// folds b's statistics into a (same(a, b) holds)
+void merge_into(Node& a, const Node& b) {
+  if (auto* c = std::get_if<Call>(&a.op)) {
+    c->inside.merge(std::get<Call>(b.op).inside);
+  } else if (auto* k = std::get_if<Compute>(&a.op)) {
+    k->merge(std::get<Compute>(b.op));
+  } else {
+    Loop& l = std::get<Loop>(a.op);
+    const Loop& o = std::get<Loop>(b.op);
+    for (std::size_t i = 0; i < l.body.size(); ++i) merge_into(l.body[i], o.body[i]);
+    if (l.branch) {
+      l.count += o.count;
+      l.reached += o.reached;
+    }
+  }
+}
+
+bool range_same(const Seq& s, std::size_t a, const Seq& t, std::size_t b, std::size_t w) {
+  for (std::size_t i = 0; i < w; ++i)
+    if (!same(s[a + i], t[b + i])) return false;
+  return true;
+}
+
+// Whether s[a, a + w) opens and closes its mktrace.h regions itself (loops inside are balanced already).
+// A loop body must be: else a program whose first iteration differs folds into a rotated body
+// (region end, region begin, ...) and the region can no longer become one block of the skeleton.
+bool regions_balanced(const Seq& s, std::size_t a, std::size_t w) {
+  long depth = 0;
+  for (std::size_t i = a; i < a + w; ++i)
+    if (const auto* c = std::get_if<Call>(&s[i].op)) {
+      if (c->kind == trace::Kind::REGION_BEGIN) ++depth;
+      else if (c->kind == trace::Kind::REGION_END && --depth < 0) return false;
+    }
+  return depth == 0;
+}
+
+bool has_iter(const Seq& s, std::size_t a, std::size_t w) {
+  for (std::size_t i = a; i < a + w; ++i) {
+    if (const auto* c = std::get_if<Call>(&s[i].op); c && c->kind == trace::Kind::LOOP_ITER) return true;
+    if (const auto* l = std::get_if<Loop>(&s[i].op); l && has_iter(l->body, 0, l->body.size())) return true;
+  }
+  return false;
+}
+
+// Whether s[a, a + w), when it holds iterations of an annotated loop, starts where one does (its first node
+// that is not compute is a LOOP_ITER, or a loop, whose body starts so). A loop body must: else iterations that
+// differ (a data-dependent call) fold into rotated bodies that cut iterations in two, and the annotated loop
+// can no longer be cut into its iterations (branch_annotated_loop).
+bool iterations_aligned(const Seq& s, std::size_t a, std::size_t w) {
+  if (!has_iter(s, a, w)) return true;
+  for (std::size_t i = a; i < a + w; ++i) {
+    if (std::holds_alternative<Compute>(s[i].op)) continue;
+    if (std::holds_alternative<Loop>(s[i].op)) return true;
+    return std::get<Call>(s[i].op).kind == trace::Kind::LOOP_ITER;
+  }
+  return true;
+}
+
+// One folding step at the end of s; true when something was folded.
+bool fold_tail(Seq& s, std::size_t window) {
+  const std::size_t n = s.size();
+  const std::uint64_t last = s[n - 1].hash;
+  // a further iteration of the loop just before the last w nodes
+  for (std::size_t w = 1; w <= window && w < n; ++w) {
+    Node& prev = s[n - 1 - w];
+    auto* loop = std::get_if<Loop>(&prev.op);
+    if (!loop || loop->body.size() != w || loop->body.back().hash != last) continue;
+    if (!range_same(loop->body, 0, s, n - w, w)) continue;
+    for (std::size_t i = 0; i < w; ++i) merge_into(loop->body[i], s[n - w + i]);
+    ++loop->count;
+    s.resize(n - w);
+    rehash(s.back());
+    return true;
+  }
+  // the last w nodes repeat the w before them: a new loop of 2
+  for (std::size_t w = 1; w <= window && 2 * w <= n; ++w) {
+    if (s[n - 1 - w].hash != last) continue;
+    if (!range_same(s, n - 2 * w, s, n - w, w)) continue;
+    if (!regions_balanced(s, n - w, w) || !iterations_aligned(s, n - w, w)) continue;
+    Node loop_node;
+    Loop loop;
+    loop.count = 2;
+    loop.body.assign(s.begin() + static_cast<std::ptrdiff_t>(n - 2 * w), s.begin() + static_cast<std::ptrdiff_t>(n - w));
+    for (std::size_t i = 0; i < w; ++i) merge_into(loop.body[i], s[n - w + i]);
+    loop_node.op = std::move(loop);
+    rehash(loop_node);
+    s.resize(n - 2 * w);
+    s.push_back(std::move(loop_node));
+    return true;
+  }
+  return false;
+}
+
+void append(Seq& s, Node n, std::size_t window) {
+  rehash(n);
+  s.push_back(std::move(n));
+  while (s.size() >= 2 && fold_tail(s, window)) {
+  }
+}
+
+// ---- data-dependent branches in annotated loops ----
+
+bool is_iter(const Node& n, std::int32_t tag) {
+  const auto* c = std::get_if<Call>(&n.op);
+  return c && c->kind == trace::Kind::LOOP_ITER && c->tag == tag;
+}
+
+bool contains_iter(const Seq& s, std::int32_t tag) {
+  for (const Node& n : s)
+    if (is_iter(n, tag)) return true;
+    else if (const auto* l = std::get_if<Loop>(&n.op); l && contains_iter(l->body, tag)) return true;
+  return false;
+}
+
+// The node without statistics (no durations, branches not reached): its structure only.
+void clear_stats(Node& n) {
+  if (auto* c = std::get_if<Call>(&n.op)) {
+    c->inside = Stats{};
+  } else if (auto* k = std::get_if<Compute>(&n.op)) {
+    *k = Compute{};
+  } else {
+    Loop& l = std::get<Loop>(n.op);
+    if (l.branch) l.count = l.reached = 0;
+    for (Node& b : l.body) clear_stats(b);
+  }
+}
+
+// Whether s starts with an iteration of the annotated loop `tag`: its LOOP_ITER, possibly after a compute
+// gap, or a loop whose body does.
+bool starts_iteration(const Seq& s, std::int32_t tag) {
+  std::size_t i = !s.empty() && std::holds_alternative<Compute>(s[0].op) ? 1 : 0;
+  if (i >= s.size()) return false;
+  if (is_iter(s[i], tag)) return true;
+  const auto* l = std::get_if<Loop>(&s[i].op);
+  return i == 0 && l && !l->branch && starts_iteration(l->body, tag);
+}
+
+// The nodes of one iteration (from its LOOP_ITER on) and how many executions their statistics stand for.
+struct Iteration {
+  Seq nodes;
+  std::uint64_t weight = 1;
+};
+
+// Cuts the nodes of an annotated loop (after the nodes before its first iteration) into iterations, loops of
+// iterations unrolled once (their nodes already merge `count` executions: the weight); false when the
+// folding does not cut at iteration starts (a loop whose body starts inside an iteration).
+bool cut_iterations(const Seq& s, std::size_t from, std::int32_t tag, std::uint64_t weight, std::vector<Iteration>& out,
+                    bool& open) {
+  bool after_loop = false;
+  for (std::size_t i = from; i < s.size(); ++i) {
+    const Node& n = s[i];
+    if (is_iter(n, tag) || (std::holds_alternative<Compute>(n.op) && i + 1 < s.size() && is_iter(s[i + 1], tag))) {
+      // an iteration starts at its LOOP_ITER, with the compute gap before it (folding keeps them together)
+      out.push_back({{n}, weight});
+      if (!is_iter(n, tag)) out.back().nodes.push_back(s[++i]);
+      open = true;
+      continue;
+    }
+    if (const auto* l = std::get_if<Loop>(&n.op); l && contains_iter(l->body, tag)) {
+      if (l->branch || !starts_iteration(l->body, tag)) return false;
+      open = false;
+      if (!cut_iterations(l->body, 0, tag, weight * l->count, out, open)) return false;
+      open = false;
+      after_loop = true;
+      continue;
+    }
+    if (!open && after_loop && !out.empty()) {
+      // the loop's last execution goes on here (the iteration had a part the others skip), once per
+      // execution of this sequence (`weight` times): those executions apart, with no statistics of their own
+      // (the loop's nodes have them all)
+      if (out.back().weight < weight) return false;
+      if (out.back().weight > weight) {
+        Iteration last = out.back();
+        for (Node& x : last.nodes) clear_stats(x);
+        last.weight = weight;
+        out.back().weight -= weight;
+        out.push_back(std::move(last));
+      }
+      open = true;
+    }
+    after_loop = false;
+    if (!open) return false;
+    out.back().nodes.push_back(n);
+  }
+  return true;
+}
+
+bool seq_same(const Seq& a, const Seq& b) { return a.size() == b.size() && range_same(a, 0, b, 0, a.size()); }
+
+// An iteration as units: each call or loop with the compute gap before it (a gap goes with what follows it, so
+// that a skipped call takes its gap along), and a gap at the end alone.
+using Units = std::vector<Seq>;
+
+Units units_of(const Seq& s) {
+  Units u;
+  Seq cur;
+  for (const Node& n : s) {
+    cur.push_back(n);
+    if (!std::holds_alternative<Compute>(n.op)) u.push_back(std::move(cur)), cur.clear();
+  }
+  if (!cur.empty()) u.push_back(std::move(cur));
+  return u;
+}
+
+bool units_same(const Units& a, const Units& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!seq_same(a[i], b[i])) return false;
+  return true;
+}
+
+// The shortest common supersequence of a and b (units by `same`), a's units first where both orders are possible.
+Units supersequence(const Units& a, const Units& b) {
+  const std::size_t n = a.size(), m = b.size();
+  std::vector<std::size_t> L((n + 1) * (m + 1), 0);  // L[i][j]: longest common subsequence of a[i..], b[j..]
+  auto at = [&](std::size_t i, std::size_t j) -> std::size_t& { return L[i * (m + 1) + j]; };
+  for (std::size_t i = n; i-- > 0;)
+    for (std::size_t j = m; j-- > 0;)
+      at(i, j) = seq_same(a[i], b[j]) ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
+  Units out;
+  std::size_t i = 0, j = 0;
+  while (i < n && j < m) {
+    if (seq_same(a[i], b[j])) {
+      out.push_back(a[i++]);
+      ++j;
+    } else if (at(i + 1, j) >= at(i, j + 1)) {
+      out.push_back(a[i++]);
+    } else {
+      out.push_back(b[j++]);
+    }
+  }
+  out.insert(out.end(), a.begin() + static_cast<std::ptrdiff_t>(i), a.end());
+  out.insert(out.end(), b.begin() + static_cast<std::ptrdiff_t>(j), b.end());
+  return out;
+}
+
+// Leftmost positions of `sub`'s units in `super`; empty when `sub` is not a subsequence.
+std::vector<std::size_t> embed(const Units& sub, const Units& super) {
+  std::vector<std::size_t> pos;
+  std::size_t j = 0;
+  for (const Seq& x : sub) {
+    while (j < super.size() && !seq_same(super[j], x)) ++j;
+    if (j == super.size()) return {};
+    pos.push_back(j++);
+  }
+  return pos;
+}
+
+// One annotated loop's nodes s[a + 1, b) (between its LOOP_BEGIN and LOOP_END) as one loop with branches,
+// when its iterations differ by parts that some of them skip; false (s unchanged) otherwise.
+bool branch_annotated_loop(Seq& s, std::size_t a, std::size_t b, std::int32_t tag) {
+  std::size_t first = a + 1;  // nodes before the first iteration stay where they are
+  while (first < b && !is_iter(s[first], tag) && !std::holds_alternative<Loop>(s[first].op) &&
+         !(first + 1 < b && std::holds_alternative<Compute>(s[first].op) && is_iter(s[first + 1], tag)))
+    ++first;
+  if (first == b) return false;
+  // the compute gap before LOOP_END follows the last iteration: it stays after the loop too
+  if (b > first + 1 && std::holds_alternative<Compute>(s[b - 1].op)) --b;
+  if (first + 1 == b && std::holds_alternative<Loop>(s[first].op)) return false;  // folded already
+  const Seq region(s.begin() + static_cast<std::ptrdiff_t>(first), s.begin() + static_cast<std::ptrdiff_t>(b));
+  std::vector<Iteration> its;
+  bool open = false;
+  if (!cut_iterations(region, 0, tag, 1, its, open) || its.size() < 2) return false;
+  // the distinct iterations, longest first, and the shortest sequence that contains them all
+  std::vector<Units> units;
+  for (const Iteration& it : its) units.push_back(units_of(it.nodes));
+  std::vector<const Units*> kinds;
+  for (const Units& u : units) {
+    bool known = false;
+    for (const Units* k : kinds) known = known || units_same(*k, u);
+    if (!known) kinds.push_back(&u);
+  }
+  if (kinds.size() < 2 || kinds.size() > 64) return false;
+  std::stable_sort(kinds.begin(), kinds.end(), [](const Units* x, const Units* y) { return x->size() > y->size(); });
+  Units super = *kinds.front();
+  for (const Units* k : kinds)
+    if (embed(*k, super).size() != k->size()) super = supersequence(super, *k);
+  if (super.size() > 4 * kinds.front()->size()) return false;
+  // which iterations run each unit of the supersequence, and its merged statistics
+  std::vector<std::vector<bool>> runs_unit(super.size(), std::vector<bool>(its.size(), false));
+  std::vector<Seq> merged(super.size());
+  for (std::size_t i = 0; i < its.size(); ++i) {
+    const std::vector<std::size_t> pos = embed(units[i], super);
+    if (pos.size() != units[i].size()) return false;
+    for (std::size_t k = 0; k < pos.size(); ++k) {
+      runs_unit[pos[k]][i] = true;
+      Seq& m = merged[pos[k]];
+      if (m.empty()) m = units[i][k];
+      else
+        for (std::size_t x = 0; x < m.size(); ++x) merge_into(m[x], units[i][k][x]);
+    }
+  }
+  const std::vector<bool> all(its.size(), true);
+  std::uint64_t total = 0;
+  for (const Iteration& it : its) total += it.weight;
+  Loop loop;
+  loop.count = total;
+  for (std::size_t j = 0; j < super.size();) {
+    if (runs_unit[j] == all) {
+      loop.body.insert(loop.body.end(), merged[j].begin(), merged[j].end());
+      ++j;
+      continue;
+    }
+    std::size_t k = j;
+    Loop br;
+    br.branch = true;
+    br.reached = total;
+    bool calls = false;
+    while (k < super.size() && runs_unit[k] == runs_unit[j]) {
+      for (const Node& x : merged[k]) calls = calls || std::holds_alternative<Call>(x.op);
+      br.body.insert(br.body.end(), merged[k].begin(), merged[k].end());
+      ++k;
+    }
+    if (!calls) return false;  // iterations differ only in compute gaps: nothing to branch on
+    // a part run only by the first iterations or only by the last ones is a phase of the loop (a warm-up
+    // step, a final one), not a data-dependent branch: the loop stays as folded, exactly
+    std::size_t switches = 0;
+    for (std::size_t i = 1; i < its.size(); ++i) switches += runs_unit[j][i] != runs_unit[j][i - 1] ? 1 : 0;
+    if (switches < 2) return false;
+    for (std::size_t i = 0; i < its.size(); ++i)
+      if (runs_unit[j][i]) br.count += its[i].weight;
+    Node n;
+    n.op = std::move(br);
+    rehash(n);
+    loop.body.push_back(std::move(n));
+    j = k;
+  }
+  Node n;
+  n.op = std::move(loop);
+  rehash(n);
+  s.erase(s.begin() + static_cast<std::ptrdiff_t>(first), s.begin() + static_cast<std::ptrdiff_t>(b));
+  s.insert(s.begin() + static_cast<std::ptrdiff_t>(first), std::move(n));
+  return true;
+}
+
+// Every innermost annotated loop of s (and of its loops' bodies), from the last one back.
+void branch_annotated_loops(Seq& s) {
+  for (Node& n : s)
+    if (auto* l = std::get_if<Loop>(&n.op)) {
+      branch_annotated_loops(l->body);
+      rehash(n);
+    }
+  for (std::size_t b = s.size(); b-- > 0;) {
+    const auto* end = std::get_if<Call>(&s[b].op);
+    if (!end || end->kind != trace::Kind::LOOP_END) continue;
+    std::size_t a = b;
+    while (a-- > 0) {
+      const auto* c = std::get_if<Call>(&s[a].op);
+      if (c && c->kind == trace::Kind::LOOP_BEGIN) break;
+    }
+    if (a == SIZE_MAX) break;
+    if (std::get<Call>(s[a].op).tag != end->tag) continue;  // an outer loop around others: left as folded
+    branch_annotated_loop(s, a, b, end->tag);
+    b = a;
+  }
+}
+
+}  // namespace
+
+bool same(const Node& a, const Node& b) {
+  if (a.hash != b.hash || a.op.index() != b.op.index()) return false;
+  if (const auto* c = std::get_if<Call>(&a.op)) return c->same(std::get<Call>(b.op));
+  if (std::holds_alternative<Compute>(a.op)) return true;
+  const Loop& x = std::get<Loop>(a.op);
+  const Loop& y = std::get<Loop>(b.op);
+  return x.branch == y.branch && (x.branch || x.count == y.count) && x.body.size() == y.body.size() &&
+         range_same(x.body, 0, y.body, 0, x.body.size());
+}
+
+RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options) {
+  using trace::Kind;
+  RankProgram out;
+  out.rank = trace.rank;
+  std::map<std::uint32_t, std::uint64_t> request_site;  // pending request id -> issuing call site
+  const auto& ev = trace.events;
+  double prev_exit = 0;
+  bool started = false;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    const trace::Event& e = ev[i];
+    if (e.kind == Kind::COMPLETE) continue;  // folded into the call before it
+    if (started) {
+      Node gap;
+      gap.op = Compute::of(e.gap_after(prev_exit));  // CPU time when the tracer measured it
+      append(out.seq, std::move(gap), options.window);
+    }
+    started = true;
+    prev_exit = e.t_exit;
+    Call c;
+    c.kind = e.kind;
+    c.site = e.site;
+    c.comm = e.comm;
+    c.peer = e.posted_any_source() ? trace::ANY : e.peer;
+    c.tag = e.posted_any_tag() ? trace::ANY : e.tag;
+    c.bytes = e.bytes;
+    c.root = e.root;
+    c.inside.add(e.t_exit - e.t_enter);
+    if (e.kind == Kind::ISEND || e.kind == Kind::ISSEND || e.kind == Kind::IRECV) request_site[e.request] = e.site;
+    if (e.kind == Kind::LOOP_ITER) c.bytes = 0;  // the iteration index: the loop's count says it
+    // the completions that follow belong to this call
+    for (std::size_t j = i + 1; j < ev.size() && ev[j].kind == Kind::COMPLETE; ++j) {
+      const trace::Event& done = ev[j];
+      if (e.kind == Kind::SENDRECV) {
+        c.peer2 = done.posted_any_source() ? trace::ANY : done.peer;
+        c.tag2 = done.posted_any_tag() ? trace::ANY : done.tag;
+        c.bytes2 = done.bytes;
+      } else if (auto it = request_site.find(done.request); it != request_site.end()) {
+        if (e.kind == Kind::WAIT) c.waits_on = it->second;
+        request_site.erase(it);
+      }
+    }
+    ++out.events;
+    Node n;
+    n.op = std::move(c);
+    append(out.seq, std::move(n), options.window);
+  }
+  branch_annotated_loops(out.seq);
+  return out;
+}
+
+std::uint64_t shape_hash(const Seq& seq) {
+  std::uint64_t h = 0x5348415045ull;
+  for (const Node& n : seq) {
+    if (const auto* c = std::get_if<Call>(&n.op)) {
+      h = mix(h, static_cast<std::uint64_t>(c->kind));
+      h = mix(h, c->site);
+      h = mix(h, c->comm);
+      h = mix(h, (c->peer == trace::ANY ? 1u : 0u) | (c->tag == trace::ANY ? 2u : 0u) |
+                     (c->peer2 == trace::ANY ? 4u : 0u) | (c->tag2 == trace::ANY ? 8u : 0u));
+      h = mix(h, c->waits_on);
+    } else if (std::holds_alternative<Compute>(n.op)) {
+      h = mix(h, 0x434f4d50ull);
+    } else {
+      h = mix(h, std::get<Loop>(n.op).branch ? 0x4252414eull : 0x4c4f4f50ull);
+      h = mix(h, shape_hash(std::get<Loop>(n.op).body));
+    }
+  }
+  return h;
+}
+
+std::size_t folded_size(const Seq& seq) {
+  std::size_t n = 0;
+  for (const Node& x : seq) {
+    ++n;
+    if (const auto* l = std::get_if<Loop>(&x.op)) n += folded_size(l->body);
+  }
+  return n;
+}
+
+namespace {
+
+// a branch's count covers every time its place was reached: per execution of its enclosing body, count/reached
+double expanded_calls_per_run(const Seq& seq) {
+  double n = 0;
+  for (const Node& x : seq) {
+    if (std::holds_alternative<Call>(x.op)) ++n;
+    if (const auto* l = std::get_if<Loop>(&x.op)) {
+      const double times = !l->branch ? static_cast<double>(l->count)
+                           : l->reached ? static_cast<double>(l->count) / static_cast<double>(l->reached) : 0.0;
+      n += times * expanded_calls_per_run(l->body);
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+std::uint64_t expanded_calls(const Seq& seq) { return static_cast<std::uint64_t>(std::llround(expanded_calls_per_run(seq))); }
+
+namespace {
+
+std::string rank_text(std::int32_t r) {
+  if (r == trace::ANY) return "any";
+  if (r == trace::PROC_NULL) return "null";
+  return std::to_string(r);
+}
+
+}  // namespace
+
+std::string to_text(const Seq& seq, int indent) {
+  std::ostringstream o;
+  const std::string pad(static_cast<std::size_t>(indent) * 2, ' ');
+  for (const Node& x : seq) {
+    if (const auto* c = std::get_if<Call>(&x.op)) {
+      o << pad << trace::kind_name(c->kind);
+      if (c->peer != trace::NO_RANK) o << " peer=" << rank_text(c->peer);
+      if (c->tag != trace::NO_RANK) o << " tag=" << rank_text(c->tag);
+      if (c->bytes) o << " bytes=" << c->bytes;
+      if (c->root != trace::NO_RANK) o << " root=" << c->root;
+      if (c->peer2 != trace::NO_RANK) o << " from=" << rank_text(c->peer2) << " rtag=" << rank_text(c->tag2) << " rbytes=" << c->bytes2;
+      if (c->comm) o << " comm=" << c->comm;
+      o << '\n';
+    } else if (const auto* k = std::get_if<Compute>(&x.op)) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "compute mean=%.3g n=%llu", k->seconds.mean(),
+                    static_cast<unsigned long long>(k->seconds.n));
+      o << pad << buf << '\n';
+    } else {
+      const Loop& l = std::get<Loop>(x.op);
+      if (l.branch) o << pad << "branch " << l.count << "/" << l.reached << " {\n";
+      else o << pad << "loop " << l.count << " {\n";
+      o << to_text(l.body, indent + 1) << pad << "}\n";
+    }
+  }
+  return o.str();
+}
+
+}  // namespace mksim::skeletons::builder

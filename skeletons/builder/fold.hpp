@@ -1,0 +1,146 @@
+// Per-rank compression (issue 4, "Per-run compression"): a rank's event stream becomes a sequence of
+// calls and compute gaps, folded online into nested loops wherever a sequence repeats exactly, as
+// ScalaTrace's regular section descriptors do. Exact means: same kind, call site, communicator, peer,
+// tag, size and root; compute gaps and the time inside calls never prevent folding and are kept as
+// statistics (count, mean, min, max, variance; compute gaps also a bounded quantile sketch), so nothing
+// about an event is lost but its order in time. A loop body never cuts a region of mktrace.h in two.
+#pragma once
+
+#include "skeletons/trace/trace.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace mksim::skeletons::builder {
+
+/** @brief Running statistics of a duration (seconds) over the occurrences a folded node stands for. */
+struct Stats {
+  std::uint64_t n = 0;
+  double sum = 0;
+  double sum2 = 0;
+  double min = std::numeric_limits<double>::infinity();
+  double max = -std::numeric_limits<double>::infinity();
+  void add(double x);
+  void merge(const Stats& o);
+  double mean() const { return n ? sum / static_cast<double>(n) : 0.0; }
+  /** @brief Population standard deviation. */
+  double stddev() const;
+};
+
+/** @brief One MPI call (or annotation) of a rank, with everything that makes two calls the same. */
+struct Call {
+  trace::Kind kind{};
+  std::uint64_t site = 0;  ///< call-site hash (trace), 0 when none
+  std::uint32_t comm = 0;
+  std::int32_t peer = trace::NO_RANK;  ///< world rank; ANY for a wildcard receive; NO_RANK for none
+  std::int32_t tag = trace::NO_RANK;   ///< ANY for a wildcard; for annotations the name id
+  std::int64_t bytes = 0;
+  std::int32_t root = trace::NO_RANK;  ///< collectives' root; for waits the number of requests completed
+  std::int32_t peer2 = trace::NO_RANK; ///< Sendrecv: the receive half's source
+  std::int32_t tag2 = trace::NO_RANK;  ///< Sendrecv: the receive half's tag
+  std::int64_t bytes2 = 0;             ///< Sendrecv: bytes received
+  std::uint64_t waits_on = 0;          ///< MPI_Wait: call site of the isend/irecv it completes
+  Stats inside;                        ///< time inside the call (not part of its identity)
+  bool same(const Call& o) const;
+};
+
+/** @brief A deterministic summary of a sample for its quantiles, of bounded size whatever the number of
+ *  values (KLL-style compactors: level h keeps values of weight 2^h; a full level is sorted and every other
+ *  value, alternately the odd and the even ones, moves up). Exact while at most CAPACITY values were added. */
+class QuantileSketch {
+ public:
+  /** @brief Values a level holds before it is compacted. */
+  static constexpr std::size_t CAPACITY = 64;
+  /** @brief Adds one value. */
+  void add(double x);
+  /** @brief Adds every value o summarises. */
+  void merge(const QuantileSketch& o);
+  /** @brief Number of values summarised (the sum of the weights). */
+  std::uint64_t count() const;
+  /** @brief The retained values with their weights, sorted by value. */
+  std::vector<std::pair<double, std::uint64_t>> weighted() const;
+
+ private:
+  void compact();
+  std::vector<std::vector<double>> levels_;
+  bool odd_ = false;  // which half the next compaction keeps
+};
+
+/** @brief The p-quantile (0 <= p <= 1) of weighted values sorted by value: each value stands for `weight`
+ *  copies, and the quantile interpolates linearly between the order statistics around p * (count - 1). */
+double weighted_quantile(const std::vector<std::pair<double, double>>& sorted, double p);
+
+/** @brief Local work between two calls: its durations. The first is also kept apart (it is often a
+ *  warm-up: caches, connections), with the statistics and a quantile sketch of the ones after it. */
+struct Compute {
+  Stats seconds;               ///< every duration
+  double first = 0;            ///< the first duration, in program order
+  Stats rest;                  ///< every duration after the first
+  QuantileSketch rest_sketch;  ///< the same, for quantiles (empty for a single duration: no allocation)
+  /** @brief One duration. */
+  static Compute of(double duration);
+  /** @brief Adds the durations of o, which come after this one's. */
+  void merge(const Compute& o);
+};
+
+struct Node;
+using Seq = std::vector<Node>;
+
+/** @brief A folded repetition: `count` times `body`. With `branch`, a data-dependent branch instead: the
+ *  iterations of an annotated loop (mktrace.h) differ by whether they run `body`, which ran `count` of the
+ *  `reached` times its place in the loop was reached (see `fold_rank`); `count` is then statistics, not
+ *  identity (not in `same`, the hash or `shape_hash`). */
+struct Loop {
+  std::uint64_t count = 0;
+  Seq body;
+  bool branch = false;
+  std::uint64_t reached = 0;  ///< branch: times its place was reached
+};
+
+/** @brief One element of a folded program; `hash` covers identity (not statistics). */
+struct Node {
+  std::variant<Call, Compute, Loop> op;
+  std::uint64_t hash = 0;
+};
+
+/** @brief Whether two nodes are the same up to statistics (structure and every identity field). */
+bool same(const Node& a, const Node& b);
+
+/** @brief Knobs of folding. */
+struct FoldOptions {
+  std::size_t window = 512;  ///< longest loop body (in nodes of the current sequence) that is looked for
+};
+
+/** @brief A rank's folded program. */
+struct RankProgram {
+  int rank = 0;
+  Seq seq;
+  std::uint64_t events = 0;  ///< calls folded in (excluding request completions)
+};
+
+/** @brief Folds one rank's trace. Request completions (COMPLETE records) are folded into their wait;
+ *  the time between the end of one call and the start of the next is a compute gap, also at the start
+ *  (after MPI_Init) and end (before MPI_Finalize); annotation iterations drop their index.
+ *  An annotated loop (MKTRACE_LOOP_BEGIN / ITER / END) whose iterations did not fold into one loop because
+ *  some iterations run calls that others skip becomes one loop over all its iterations whose body is the
+ *  shortest sequence containing every iteration's, the parts some iterations skip being `branch` loops
+ *  (each part run by the same iterations; else, or when a part is only compute, it stays as folded). */
+RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options = {});
+
+/** @brief The shape of a folded sequence: its structure without numbers (kinds, call sites,
+ *  communicators, wildcards, loop nesting; not counts, peers, sizes, tags or times), the key under
+ *  which the builder groups ranks. */
+std::uint64_t shape_hash(const Seq& seq);
+
+/** @brief Number of nodes in a sequence, counting loop bodies once (the folded size). */
+std::size_t folded_size(const Seq& seq);
+/** @brief Number of calls a sequence stands for, loops expanded. */
+std::uint64_t expanded_calls(const Seq& seq);
+/** @brief A one-line-per-node text form for tests and `mkskel show` ("loop 10 {", "  MPI_Isend peer=1 ..."). */
+std::string to_text(const Seq& seq, int indent = 0);
+
+}  // namespace mksim::skeletons::builder
