@@ -9,6 +9,7 @@ PKGS=(
   libgtest-dev googletest
   nlohmann-json3-dev libeigen3-dev libginac-dev
   libopenmpi-dev openmpi-bin
+  gfortran
   libopen-trace-format2-dev
   python3 time
   python3-h5py python3-pandas

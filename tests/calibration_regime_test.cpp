@@ -47,11 +47,10 @@ int mkcalib(const std::vector<std::string>& args, std::string* out_text = nullpt
   return code;
 }
 
-/** @brief The seed's table 2 rows "rho" and "beta" (T3E 1-d short, long, 2-d short, long, then the CS-2), in us. */
+/** @brief The seed's table 2 rows "rho" and "beta" (calibration/data/scala_table2_excerpt.txt) (T3E 1-d short, long, 2-d short, long, then the CS-2), in us. */
 std::vector<std::vector<double>> seed_table2() {
-  std::string text;
-  for (const auto& e : fs::directory_iterator("/work/shared/seeds"))
-    if (e.path().filename().string().rfind("001_", 0) == 0) text = slurp(e.path().string());
+  // the seed's own lines, kept next to the transcription (the papers are not part of the repository)
+  const std::string text = slurp(SRC + "/calibration/data/scala_table2_excerpt.txt");
   const std::size_t at = text.find("Communication Models (in");
   if (at == std::string::npos) return {};
   std::istringstream in(text.substr(at));
