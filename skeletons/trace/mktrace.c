@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -95,6 +96,7 @@ typedef struct {
 static struct {
     int active;
     volatile sig_atomic_t closed;
+    pthread_t owner; /* the thread that called MPI_Init: the only one that writes the file */
     int fd;
     int rank, size;
     double t0;
@@ -634,6 +636,18 @@ static void complete(uint64_t key, const MPI_Status *st, double te, double tx, u
 
 static void on_signal(int sig)
 {
+    /* A process-directed signal may land on one of the MPI library's own threads (progress, PMIx) while the rank's
+     * thread is in the middle of writing a block of records (it blocks the signals, but only for itself): hand it to
+     * the rank's thread, which takes it once the block is whole. A fault on another thread is not ours to record. */
+    if (!pthread_equal(pthread_self(), g.owner)) {
+        if (sig != SIGSEGV) {
+            pthread_kill(g.owner, sig);
+            return;
+        }
+        for (int i = 0; i < MKT_SIGNALS; ++i)
+            if (mkt_signals[i] == sig) sigaction(sig, &g.old[i], NULL);
+        return; /* the faulting instruction runs again, with the previous action */
+    }
     if (g.active && !g.closed) {
         g.closed = 1;
         g.active = 0;
@@ -703,6 +717,7 @@ static int start(void)
     mkt_unwind warm;
     warm.n = 0;
     _Unwind_Backtrace(unwind_step, &warm); /* loads the unwind tables now, not in the first traced call */
+    g.owner = pthread_self();
     g.active = 1;
     for (int i = 0; i < MKT_SIGNALS; ++i) {
         struct sigaction sa;
