@@ -9,6 +9,7 @@
 #include "results/hdf5_common.hpp"
 #include "results/hdf5_io.hpp"
 #include "results/report_data.hpp"
+#include "results/report_explorer.hpp"
 #include "results/report_specs.hpp"
 #include "results/sweep_table.hpp"
 
@@ -188,12 +189,18 @@ class PageBuilder {
     page_.missing.push_back(text);
   }
   void html(const std::string& raw) { body_ += raw; }
-  void plot(Json spec, const std::string& caption) {
+  /** @brief Adds a plot; returns its element id (the page's render script keeps its view in window.mksimViews[id]). */
+  std::string plot(Json spec, const std::string& caption) {
     const std::string id = "plot-" + std::to_string(++page_.plots);
     body_ += "<figure><div class=\"plot\" id=\"" + id + "\"></div><figcaption>" + escape_html(caption) +
              "</figcaption></figure>\n";
     specs_.push_back({{"id", id}, {"spec", std::move(spec)}});
+    return id;
   }
+  /** @brief The id the plot added `ahead` plots from now will get. */
+  std::string next_plot_id(int ahead) const { return "plot-" + std::to_string(page_.plots + 1 + ahead); }
+  /** @brief A script run before the plots render (it may register a window.mksimAfterRender hook). */
+  void script(const std::string& js) { body_ += "<script>\n" + script_safe_js(js) + "\n</script>\n"; }
   /** @brief A small table of key/value rows. */
   void table(const std::vector<std::pair<std::string, std::string>>& rows) {
     body_ += "<table class=\"attrs\">";
@@ -257,7 +264,12 @@ class PageBuilder {
   var plots = JSON.parse(document.getElementById('mksim-specs').textContent);
   var options = { mode: 'vega-lite', renderer: 'svg', logger: logger,
                   actions: { export: true, source: false, compiled: false, editor: false } };
-  Promise.all(plots.map(function (p) { return vegaEmbed('#' + p.id, p.spec, options); })).then(
+  window.mksimViews = {};
+  Promise.all(plots.map(function (p) {
+    return vegaEmbed('#' + p.id, p.spec, options).then(function (r) { window.mksimViews[p.id] = r.view; });
+  })).then(function () {  // then the hooks of interactive sections (the model explorer) fill their views
+    return Promise.all((window.mksimAfterRender || []).map(function (hook) { return hook(); }));
+  }).then(
     function () { finish(errors.length ? 'error' : 'ok'); },
     function (err) { errors.push('plot error: ' + (err && err.message ? err.message : String(err))); finish('error'); });
 })();
@@ -768,6 +780,28 @@ ReportPage build_report(const ReportOptions& options, const VegaLibrary& library
     for (const MeasuredRuns& runs : options.measured)
       page.missing(runs.file + ": measured runs but no sweep table to compare them with (give the `mksim sweep -o` "
                    "table of the same skeleton, P and parameters)");
+  if (!options.explorers.empty()) {
+    page.heading("Model explorer: move the parameters");
+    page.note("The closed-form model (mksim model) of each swept skeleton, derived at every swept P and compiled to "
+              "this page's script: moving a control re-evaluates it at once, offline. Diamonds are the sweep's replayed "
+              "points where they ran at the controls' values.");
+    page.script(explorer_runtime_js());
+    int index = 0;
+    for (const ModelExplorer& ex : options.explorers) {
+      const Input* sweep = nullptr;
+      for (const Input* in : sweeps)
+        if (in->path == ex.sweep) sweep = in;
+      page.heading(ex.source + " on " + ex.platform, 3);
+      const std::string curve = page.next_plot_id(0), breakdown = page.next_plot_id(1);
+      ExplorerParts parts = explorer_parts(ex, ++index, sweep ? sweep->sweep : SweepTable{}, curve, breakdown);
+      page.html(parts.controls_html);
+      page.script(parts.script);
+      page.plot(std::move(parts.curve_spec), "The model's T(P) at the controls' values (line), the sweep's replayed points at "
+                "the same values (diamonds); hover for values.");
+      page.plot(std::move(parts.breakdown_spec), "The critical rank class's time per phase and kind at the chosen P (its bars "
+                "sum to T).");
+    }
+  }
   if (!diagnoses.empty()) {
     page.heading("Diagnosis: what to fix first");
     for (const Input* in : diagnoses) diagnosis_section(page, *in);

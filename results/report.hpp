@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "results/report_data.hpp"
+#include "results/report_explorer.hpp"
 
 namespace mksim::results {
 
@@ -46,6 +47,8 @@ struct ReportOptions {
   std::string command;                 ///< the command line, recorded in the page
   std::size_t max_timeline_ops = 20000;  ///< operations drawn per timeline (the rest is only counted)
   std::size_t max_split_points = 400;    ///< bars per time-split chart of a sweep
+  /// Model explorers (mksim report --explore), each naming one of `inputs` (a sweep table) as its `sweep`.
+  std::vector<ModelExplorer> explorers;
 };
 
 /** @brief A built page and what it holds. */

@@ -38,7 +38,7 @@ head -1 out/atm2d-diagnosis.txt
 ./build/sim/mksim --platform paragon --P 16 --skeleton out/atm2d.skel.json --param N=1024,steps=5 \
   -o out/atm2d-paragon-16.h5 --timeline out/atm2d-paragon-16.csv > /dev/null
 ./build/sim/mksim report out/atm2d-sweep.h5 out/atm2d-paragon-128.h5 out/atm2d-diagnosis.h5 out/atm2d-paragon-16.csv \
-  --work-param N --work-exponent 2 --paje out/atm2d-paragon-16.paje \
+  --work-param N --work-exponent 2 --paje out/atm2d-paragon-16.paje --explore \
   --title "ATM2D traced at P = 2..16 here, predicted up to 256 ranks" -o out/report.html
 if command -v chromium > /dev/null; then  # a picture of the page (the README's screenshot is one)
   rm -rf out/.chromium

@@ -33,13 +33,15 @@ else
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 # mksim report's plotting library (results/README.md): Vega-Lite from npm (Debian has vega only), pinned, into the
-# directory CMake's MKSIM_VEGA_DIR points at by default; a no-op when its three scripts are there.
+# directory CMake's MKSIM_VEGA_DIR points at by default; and playwright-core (the report test drives Debian's
+# chromium with it to move the model explorer's controls). A no-op when all four are there.
 JS_DIR=/usr/local/share/mksim/js
 if [ -f "$JS_DIR/node_modules/vega/build/vega.min.js" ] && [ -f "$JS_DIR/node_modules/vega-lite/build/vega-lite.min.js" ] &&
-   [ -f "$JS_DIR/node_modules/vega-embed/build/vega-embed.min.js" ]; then
-  echo "install-deps: Vega-Lite present in $JS_DIR"
+   [ -f "$JS_DIR/node_modules/vega-embed/build/vega-embed.min.js" ] && [ -f "$JS_DIR/node_modules/playwright-core/package.json" ]; then
+  echo "install-deps: Vega-Lite and playwright-core present in $JS_DIR"
 else
-  echo "install-deps: installing vega, vega-lite, vega-embed into $JS_DIR (npm)"
+  echo "install-deps: installing vega, vega-lite, vega-embed, playwright-core into $JS_DIR (npm)"
   $SUDO mkdir -p "$JS_DIR"
-  $SUDO npm install --prefix "$JS_DIR" --no-audit --no-fund --loglevel=error vega@6.4.0 vega-lite@6.4.3 vega-embed@7.3.0
+  $SUDO npm install --prefix "$JS_DIR" --no-audit --no-fund --loglevel=error vega@6.4.0 vega-lite@6.4.3 vega-embed@7.3.0 \
+    playwright-core@1.64.1
 fi

@@ -4,8 +4,16 @@
 
 #include "calibration/measured_runs.hpp"
 #include "results/report.hpp"
+#include "results/sweep_table.hpp"
 #include "results/timeline_export.hpp"
 #include "sim/cli/common.hpp"
+#include "sim/engine/collective_table.hpp"
+#include "sim/engine/isolate.hpp"
+#include "sim/engine/machine_model.hpp"
+#include "sim/model/model.hpp"
+#include "skeletons/skeleton_io.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <boost/program_options.hpp>
 
@@ -14,6 +22,8 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
+#include <set>
 
 #ifndef MKSIM_VERSION
 #define MKSIM_VERSION "0.0.0"
@@ -27,7 +37,7 @@ namespace {
 
 const char* USAGE =
     "usage: mksim report IN.h5 [MORE.h5 ...] -o REPORT.html [--timeline FILE.csv ...] [--measured RUNS.csv ...]\n"
-    "                    [--work-param N] [--work-exponent 2] [--paje OUT.paje] [--title TEXT] [--js-dir DIR]\n"
+    "                    [--work-param N] [--work-exponent 2] [--paje OUT.paje] [--title TEXT] [--js-dir DIR] [--explore]\n"
     "  inputs: sweep tables (mksim sweep -o), run results (mksim predict -o), diagnoses (mksim diagnose -o),\n"
     "  calibration databases (mkcalib bench -o), timeline CSVs (mksim predict --timeline) and measured-runs CSVs\n"
     "  (mkcalib fit --runs); a .csv input is told by its header\n";
@@ -77,6 +87,139 @@ results::MeasuredRuns measured_runs(const std::string& path) {
 }
 
 
+std::string attribute(const results::SweepTable& t, const std::string& key) {
+  for (const auto& [k, v] : t.attributes)
+    if (k == key) return v;
+  return "";
+}
+
+/** @brief A control's range around the values a sweep ran (the field next to the slider takes any value). */
+results::ExplorerParam control(const std::string& name, std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  results::ExplorerParam p;
+  p.name = name;
+  p.value = values[(values.size() - 1) / 2];
+  bool integers = true;
+  for (double v : values) integers = integers && v == std::floor(v);
+  const double lo = values.front(), hi = values.back();
+  if (lo > 0) {
+    p.lo = lo / 2;
+    p.hi = hi * 2;
+  } else {
+    p.lo = lo - (hi - lo + 1);
+    p.hi = hi + (hi - lo + 1);
+  }
+  if (integers) {
+    p.lo = std::floor(p.lo);
+    p.hi = std::ceil(p.hi);
+    p.step = 1;
+  }
+  return p;
+}
+
+/** @brief The model explorers of the sweep tables among `files` (--explore): for each platform of each sweep, its
+ *  skeleton's model derived at every P the sweep ran (in a child process per platform: SimGrid loads the platform
+ *  once per process) and compiled to JavaScript. Files that are not sweep tables are left to the report. */
+std::vector<results::ModelExplorer> explorers_of(const std::vector<std::string>& files, std::ostream& out) {
+  std::vector<results::ModelExplorer> all;
+  for (const std::string& file : files) {
+    results::SweepTable table;
+    try {
+      table = results::read_sweep_hdf5(file);
+    } catch (const std::exception&) {
+      continue;  // not a sweep table (or unreadable): the report says so
+    }
+    const std::string skeleton_path = resolve_data(attribute(table, "skeleton"), "skeletons/examples");
+    if (!fs::is_regular_file(skeleton_path))
+      throw UsageError(file + ": --explore needs the sweep's skeleton, " + skeleton_path +
+                       ", which is not there (run the report from the directory the sweep ran in)");
+    const skeletons::Skeleton sk = skeletons::load_skeleton(skeleton_path);
+    if (const std::string h = attribute(table, "skeleton.hash"); !h.empty() && h != skeletons::hash_hex(sk.hash))
+      throw UsageError(file + ": the sweep ran skeleton " + skeleton_path + " with hash " + h + ", but the file now has hash " +
+                       skeletons::hash_hex(sk.hash) + ": the model would not be the one swept");
+    std::shared_ptr<const CollectiveTable> collectives;
+    if (const std::string dbs = attribute(table, "collectives.databases"); !dbs.empty()) {
+      std::vector<std::string> paths;
+      for (std::size_t at = 0; at <= dbs.size();) {
+        const std::size_t comma = std::min(dbs.find(',', at), dbs.size());
+        paths.push_back(dbs.substr(at, comma - at));
+        at = comma + 1;
+      }
+      collectives = std::make_shared<CollectiveTable>(load_collective_table(paths));
+    }
+    // controls: each parameter over the values swept, else around its default
+    std::vector<results::ExplorerParam> params;
+    const std::vector<double> defaults = skeletons::bind_parameters(sk, 1, {});
+    for (const auto& p : sk.params) {
+      std::vector<double> values;
+      const auto col = std::find(table.param_names.begin(), table.param_names.end(), p.name);
+      for (const auto& row : table.rows)
+        if (col != table.param_names.end()) values.push_back(row.params.at(static_cast<std::size_t>(col - table.param_names.begin())));
+      if (values.empty()) values.push_back(defaults.at(static_cast<std::size_t>(sk.symbols.find(p.name))));
+      params.push_back(control(p.name, values));
+    }
+    std::map<std::string, double> point;
+    for (const auto& p : params) point[p.name] = p.value;
+    std::map<std::string, std::set<int>> Ps;
+    for (const auto& row : table.rows) Ps[row.platform].insert(row.P);
+    for (const auto& [platform, ranks] : Ps) {
+      const std::string platform_path = resolve_data(platform, "platforms");
+      const ChildResult child = run_in_child(
+          [&] {
+            const MachineModel machine = load_machine_model(platform_path, *ranks.rbegin());
+            nlohmann::json models = nlohmann::json::array();
+            for (int P : ranks) {
+              ModelOptions mo;
+              mo.P = P;
+              mo.params = point;
+              mo.skew = attribute(table, "skew") != "0";
+              mo.collectives = collectives;
+              const AnalyticModel model = derive_model(sk, machine, mo);
+              const ModelScript script = model_script(model);
+              nlohmann::json m = {{"P", P}, {"T", script.T_js}, {"classes", nlohmann::json::array()}};
+              for (const auto& c : script.classes) {
+                nlohmann::json k = {{"members", c.members}, {"total", c.total_js}, {"terms", nlohmann::json::array()}};
+                for (const auto& t : c.terms) k["terms"].push_back({t.phase, t.kind, t.js});
+                m["classes"].push_back(std::move(k));
+              }
+              m["notes"] = model.notes;
+              models.push_back(std::move(m));
+            }
+            return models.dump();
+          },
+          [](const std::exception&) { return 1; }, "mksim report --explore: " + platform_path);
+      if (child.code != 0) throw std::runtime_error(file + ": the model of " + skeleton_path + " on " + platform + ": " + child.output);
+      results::ModelExplorer ex;
+      ex.source = sk.name;
+      ex.sweep = file;
+      ex.platform = platform;
+      ex.params = params;
+      std::vector<std::string> notes;  // by P, as the models come
+      for (const auto& m : nlohmann::json::parse(child.output)) {
+        results::ExplorerModel em;
+        em.P = m.at("P").get<int>();
+        em.T_js = m.at("T").get<std::string>();
+        for (const auto& k : m.at("classes")) {
+          results::ExplorerClass c;
+          c.members = k.at("members").get<std::string>();
+          c.total_js = k.at("total").get<std::string>();
+          for (const auto& t : k.at("terms")) c.terms.push_back({t.at(0).get<std::string>(), t.at(1).get<std::string>(), t.at(2).get<std::string>()});
+          em.classes.push_back(std::move(c));
+        }
+        for (const auto& n : m.at("notes")) notes.push_back("at P = " + std::to_string(em.P) + ": " + n.get<std::string>());
+        ex.models.push_back(std::move(em));
+      }
+      ex.notes = std::move(notes);
+      out << "explore: " << sk.name << " on " << platform << ": model at " << ex.models.size() << " P, " << params.size()
+          << " control(s)\n";
+      all.push_back(std::move(ex));
+    }
+  }
+  if (all.empty()) throw UsageError("report: --explore needs a sweep table among the inputs (mksim sweep -o)");
+  return all;
+}
+
 std::string command_line(const std::vector<std::string>& args) {
   std::string text = "mksim report";
   for (const auto& a : args) text += " " + a;
@@ -87,6 +230,7 @@ int run(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("mksim report");
   std::string output, title, js_dir, paje, work_param;
   double work_exponent = 1;
+  bool explore = false;
   std::vector<std::string> inputs, timelines, measured;
   desc.add_options()("help,h", "this help")
       ("output,o", po::value(&output), "HTML page to write (atomically)")
@@ -101,6 +245,9 @@ int run(const std::vector<std::string>& args, std::ostream& out) {
       ("title", po::value(&title)->default_value("mksim report"), "the page's title")
       ("js-dir", po::value(&js_dir),
        "node_modules directory with vega, vega-lite and vega-embed (default: $MKSIM_REPORT_JS_DIR, else the build's)")
+      ("explore", po::bool_switch(&explore),
+       "add a model explorer per sweep table and platform: the closed-form model at every swept P, with a control for P "
+       "and every parameter, redrawn in the page as they move")
       ("input", po::value(&inputs)->composing(), "input files (positional)");
   po::positional_options_description positional;
   positional.add("input", -1);
@@ -166,6 +313,7 @@ int run(const std::vector<std::string>& args, std::ostream& out) {
   options.tool = std::string("mksim ") + MKSIM_VERSION;
   options.command = command_line(args);
   const results::VegaLibrary library = results::load_vega_library(js_dir);
+  if (explore) options.explorers = explorers_of(files, out);
   const results::ReportPage page = results::build_report(options, library);
   results::write_report(output, page);
   out << "wrote " << output << ": " << page.plots << " plot(s) from "

@@ -205,6 +205,13 @@ namespace sk = mksim::skeletons;
 struct ModelExpr {
   ex numeric_T;                     ///< max over classes, machine figures substituted
   std::vector<symbol> frame_syms;   ///< P, then the parameters
+  /// Each rank class's cost, machine figures substituted: its total and its parts by (phase label, kind).
+  struct Class {
+    std::string members;
+    ex total;
+    std::vector<std::pair<std::pair<std::string, std::string>, ex>> parts;
+  };
+  std::vector<Class> classes;
 };
 
 namespace {
@@ -1476,6 +1483,19 @@ double AnalyticModel::eval(double Pv, const std::map<std::string, double>& value
   return compiled.eval(f);
 }
 
+namespace {
+
+/** @brief "3 rank(s): 0, 1, 2" (the first six, then the last). */
+std::string members_text(const std::vector<int>& mem) {
+  std::ostringstream o;
+  o << mem.size() << " rank(s): ";
+  for (std::size_t i = 0; i < mem.size() && i < 6; ++i) o << (i ? ", " : "") << mem[i];
+  if (mem.size() > 6) o << ", ... " << mem.back();
+  return o.str();
+}
+
+}  // namespace
+
 AnalyticModel derive_model(const sk::Skeleton& skel, const MachineModel& m, const ModelOptions& opt) {
   std::vector<double> base = sk::bind_parameters(skel, opt.P, opt.params);
   sk::check_for_run(skel, base, opt.P);
@@ -1616,14 +1636,7 @@ AnalyticModel derive_model(const sk::Skeleton& skel, const MachineModel& m, cons
   }
   out.classes = static_cast<int>(costs.size());
   out.critical_rank = cc.rep;
-  {
-    std::ostringstream o;
-    const auto& mem = cc.members;
-    o << mem.size() << " rank(s): ";
-    for (std::size_t i = 0; i < mem.size() && i < 6; ++i) o << (i ? ", " : "") << mem[i];
-    if (mem.size() > 6) o << ", ... " << mem.back();
-    out.critical_class = o.str();
-  }
+  out.critical_class = members_text(cc.members);
   for (std::size_t k = 0; k < ms.route_users.size(); ++k)
     notes.insert("tau(m) = " + ms.routes[2 * k].first.get_name() + " + m*" + ms.routes[2 * k + 1].first.get_name() +
                  " from the route of a representative pair (first used by phase " +
@@ -1637,6 +1650,13 @@ AnalyticModel derive_model(const sk::Skeleton& skel, const MachineModel& m, cons
   keep->numeric_T = numeric_T;
   keep->frame_syms.push_back(Psym);
   for (const auto& s : param_syms) keep->frame_syms.push_back(s);
+  for (const auto& c : costs) {
+    ModelExpr::Class k;
+    k.members = members_text(c.members);
+    k.total = c.total.subs(machine_values);
+    for (const auto& [key, v] : c.cost.parts) k.parts.push_back({key, v.subs(machine_values)});
+    keep->classes.push_back(std::move(k));
+  }
   out.expr = keep;
   return out;
 }
@@ -1653,6 +1673,80 @@ CompiledExpr derivative(const AnalyticModel& model, const std::string& param, st
     return compile(d, names);
   }
   throw std::invalid_argument("derivative: no parameter \"" + param + "\" in the model (P or one of the skeleton's)");
+}
+
+std::string javascript_of(const CompiledExpr& expr) {
+  using Code = sk::ExprInstr::Code;
+  const auto& code = expr.code();
+  std::string js = "function (f) {\n";
+  auto reg = [](int i) { return "r" + std::to_string(i); };
+  auto constant = [](double v) -> std::string {
+    if (std::isnan(v)) return "NaN";
+    if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return std::string("(") + buf + ")";
+  };
+  for (std::size_t i = 0; i < code.size(); ++i) {
+    const CompiledExpr::Instr& in = code[i];
+    const std::string a = in.a >= 0 ? reg(in.a) : "", b = in.b >= 0 ? reg(in.b) : "", c = in.c >= 0 ? reg(in.c) : "";
+    std::string v;
+    switch (in.code) {
+      case Code::CONST: v = constant(in.value); break;
+      case Code::VAR: v = "f[" + std::to_string(in.slot) + "]"; break;
+      case Code::NEG: v = "-" + a; break;
+      case Code::NOT: v = "(" + a + " === 0 ? 1 : 0)"; break;
+      case Code::ADD: v = a + " + " + b; break;
+      case Code::SUB: v = a + " - " + b; break;
+      case Code::MUL: v = a + " * " + b; break;
+      case Code::DIV: v = a + " / " + b; break;
+      case Code::POW: v = "Math.pow(" + a + ", " + b + ")"; break;
+      case Code::LT: v = "(" + a + " < " + b + " ? 1 : 0)"; break;
+      case Code::LE: v = "(" + a + " <= " + b + " ? 1 : 0)"; break;
+      case Code::GT: v = "(" + a + " > " + b + " ? 1 : 0)"; break;
+      case Code::GE: v = "(" + a + " >= " + b + " ? 1 : 0)"; break;
+      case Code::EQ: v = "(" + a + " === " + b + " ? 1 : 0)"; break;
+      case Code::NE: v = "(" + a + " !== " + b + " ? 1 : 0)"; break;
+      case Code::AND: v = "(" + a + " !== 0 && " + b + " !== 0 ? 1 : 0)"; break;
+      case Code::OR: v = "(" + a + " !== 0 || " + b + " !== 0 ? 1 : 0)"; break;
+      case Code::FLOOR: v = "Math.floor(" + a + ")"; break;
+      case Code::CEIL: v = "Math.ceil(" + a + ")"; break;
+      case Code::MIN: v = "(" + b + " < " + a + " ? " + b + " : " + a + ")"; break;  // std::min
+      case Code::MAX: v = "(" + a + " < " + b + " ? " + b + " : " + a + ")"; break;  // std::max
+      case Code::MOD:  // the sign of the divisor, as apply_instr
+        v = a + " % " + b + ";\n  if (" + reg(static_cast<int>(i)) + " !== 0 && ((" + reg(static_cast<int>(i)) + " < 0) !== (" + b +
+            " < 0))) " + reg(static_cast<int>(i)) + " += " + b;
+        break;
+      case Code::LOG2: v = "Math.log2(" + a + ")"; break;
+      case Code::SQRT: v = "Math.sqrt(" + a + ")"; break;
+      case Code::ABS: v = "Math.abs(" + a + ")"; break;
+      case Code::XOR:  // of the integer parts, NaN outside int64, as apply_instr
+        v = "(Math.abs(" + a + ") < 9223372036854775808 && Math.abs(" + b + ") < 9223372036854775808) ? Number(BigInt.asIntN(64, BigInt(Math.trunc(" +
+            a + ")) ^ BigInt(Math.trunc(" + b + ")))) : NaN";
+        break;
+      case Code::IF: v = "(" + a + " !== 0 ? " + b + " : " + c + ")"; break;
+    }
+    js += "  var " + reg(static_cast<int>(i)) + " = " + v + ";\n";
+  }
+  js += code.empty() ? "  return 0;\n}" : "  return " + reg(static_cast<int>(code.size()) - 1) + ";\n}";
+  return js;
+}
+
+ModelScript model_script(const AnalyticModel& model) {
+  if (!model.expr) throw std::invalid_argument("model_script: the model has no expression");
+  std::vector<std::string> names;
+  for (const auto& f : model.expr->frame_syms) names.push_back(f.get_name());
+  ModelScript out;
+  out.params = model.params;
+  out.T_js = javascript_of(model.compiled);
+  for (const auto& c : model.expr->classes) {
+    ScriptClass k;
+    k.members = c.members;
+    k.total_js = javascript_of(compile(c.total, names));
+    for (const auto& [key, v] : c.parts) k.terms.push_back({key.first, key.second, javascript_of(compile(v, names))});
+    out.classes.push_back(std::move(k));
+  }
+  return out;
 }
 
 std::string model_json(const AnalyticModel& m) {

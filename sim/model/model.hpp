@@ -55,6 +55,7 @@ class CompiledExpr {
   double eval(std::span<const double> frame) const;
   std::size_t size() const { return code_.size(); }
   std::vector<Instr>& code() { return code_; }
+  const std::vector<Instr>& code() const { return code_; }
 
  private:
   std::vector<Instr> code_;
@@ -96,5 +97,34 @@ CompiledExpr derivative(const AnalyticModel& model, const std::string& param, st
 
 /** @brief The model as JSON (formula, LaTeX, numeric, terms, notes), deterministic. */
 std::string model_json(const AnalyticModel& model);
+
+/** @brief One part of a rank class's cost (a phase label and kind, as ModelTerm) as a JavaScript function. */
+struct ScriptTerm {
+  std::string phase, kind;
+  std::string js;
+};
+
+/** @brief A rank class of the model (ranks that run the same branches) as JavaScript: its total and its parts. */
+struct ScriptClass {
+  std::string members;  ///< "3 rank(s): 0, 1, 2"
+  std::string total_js;
+  std::vector<ScriptTerm> terms;
+};
+
+/** @brief The model compiled to JavaScript, for a page that re-evaluates it as the user moves parameters (mksim
+ *  report --explore). Every function is `function (f) {...}` of one array, the frame [P, params...], and computes
+ *  what CompiledExpr::eval computes from the same GiNaC form (the same operations in the same order on doubles).
+ *  T = T_js = the largest class total; a class's terms sum to its total. */
+struct ModelScript {
+  std::vector<std::string> params;  ///< frame order after P
+  std::string T_js;
+  std::vector<ScriptClass> classes;
+};
+
+/** @brief model's closed forms as JavaScript (see ModelScript). Throws std::invalid_argument without an expression. */
+ModelScript model_script(const AnalyticModel& model);
+
+/** @brief A compiled expression as the source text of a JavaScript function of one array (the frame). */
+std::string javascript_of(const CompiledExpr& expr);
 
 }  // namespace mksim::sim
