@@ -8,6 +8,7 @@
 #include "results/diagnosis.hpp"
 #include "results/hdf5_common.hpp"
 #include "results/hdf5_io.hpp"
+#include "results/html_text.hpp"
 #include "results/report_data.hpp"
 #include "results/report_explorer.hpp"
 #include "results/report_specs.hpp"
@@ -128,48 +129,9 @@ std::string attribute(const std::vector<std::pair<std::string, std::string>>& at
 
 // ---------------------------------------------------------------------------------------------- HTML
 
-std::string escape_html(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-/** @brief JSON that may sit inside a <script> element: '<', '>' and '&' only occur in JSON strings, where their
- *  \u escapes mean the same. */
-std::string script_safe_json(const Json& value) {
-  const std::string text = value.dump();
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    if (c == '<') out += "\\u003c";
-    else if (c == '>') out += "\\u003e";
-    else if (c == '&') out += "\\u0026";
-    else out += c;
-  }
-  return out;
-}
-
-/** @brief A library script made safe to inline: no "</script" or "<!--" that would end or bend the element. */
-std::string script_safe_js(std::string js) {
-  for (const std::string& bad : {std::string("</script"), std::string("</SCRIPT"), std::string("<!--")}) {
-    std::size_t at = 0;
-    while ((at = js.find(bad, at)) != std::string::npos) {
-      js.insert(at + 1, "\\");
-      at += bad.size() + 1;
-    }
-  }
-  return js;
-}
+std::string escape_html(const std::string& text) { return html::escape(text); }
+std::string script_safe_json(const Json& value) { return html::script_safe_json(value); }
+std::string script_safe_js(std::string js) { return html::script_safe_js(std::move(js)); }
 
 std::string seconds_text(double s) {
   char buf[64];

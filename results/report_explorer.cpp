@@ -2,6 +2,8 @@
 // script, two Vega-Lite specs with named data that the runtime script fills whenever a control moves.
 #include "results/report_explorer.hpp"
 
+#include "results/html_text.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -11,20 +13,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-std::string escape_html(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 /** @brief A number as JavaScript reads it back exactly. */
 std::string js_number(double v) {
   if (std::isnan(v)) return "NaN";
@@ -32,19 +20,6 @@ std::string js_number(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
-}
-
-/** @brief JSON text safe inside a <script> element ('<', '>', '&' escaped as \u00xx in strings). */
-std::string script_json(const Json& j) {
-  std::string s = j.dump();
-  std::string out;
-  for (char c : s) {
-    if (c == '<') out += "\\u003c";
-    else if (c == '>') out += "\\u003e";
-    else if (c == '&') out += "\\u0026";
-    else out += c;
-  }
-  return out;
 }
 
 }  // namespace
@@ -64,7 +39,7 @@ ExplorerParts explorer_parts(const ModelExplorer& ex, int index, const SweepTabl
   }
   h += "</select></label>\n";
   for (const ExplorerParam& p : ex.params) {
-    const std::string name = escape_html(p.name);
+    const std::string name = html::escape(p.name);
     const std::string step = p.step > 0 ? js_number(p.step) : "any";
     h += "<label class=\"control\">" + name + " <input type=\"range\" data-param=\"" + name + "\" min=\"" + js_number(p.lo) + "\" max=\"" +
          js_number(p.hi) + "\" step=\"" + step + "\" value=\"" + js_number(p.value) + "\"> <input type=\"number\" data-param=\"" + name +
@@ -74,7 +49,7 @@ ExplorerParts explorer_parts(const ModelExplorer& ex, int index, const SweepTabl
        "<output data-readout=\"class\"></output>; replayed points at these parameters: <output data-readout=\"replayed\"></output></p>\n";
   if (!ex.notes.empty()) {
     h += "<details class=\"note\"><summary>the model's approximations (" + std::to_string(ex.notes.size()) + ")</summary><ul>\n";
-    for (const std::string& n : ex.notes) h += "<li>" + escape_html(n) + "</li>\n";
+    for (const std::string& n : ex.notes) h += "<li>" + html::escape(n) + "</li>\n";
     h += "</ul></details>\n";
   }
   h += "</div>\n";
@@ -99,8 +74,8 @@ ExplorerParts explorer_parts(const ModelExplorer& ex, int index, const SweepTabl
 
   std::string& s = parts.script;
   s += "window.mksimExplorers = window.mksimExplorers || {};\n";
-  s += "window.mksimExplorers[" + script_json(id) + "] = {\n  curve: " + script_json(curve_plot_id) + ", breakdown: " +
-       script_json(breakdown_plot_id) + ",\n  params: " + script_json([&] {
+  s += "window.mksimExplorers[" + html::script_safe_json(id) + "] = {\n  curve: " + html::script_safe_json(curve_plot_id) + ", breakdown: " +
+       html::script_safe_json(breakdown_plot_id) + ",\n  params: " + html::script_safe_json([&] {
          Json a = Json::array();
          for (const auto& p : ex.params) a.push_back(p.name);
          return a;
@@ -111,9 +86,9 @@ ExplorerParts explorer_parts(const ModelExplorer& ex, int index, const SweepTabl
     s += "  {P: " + std::to_string(m.P) + ",\n   T: " + m.T_js + ",\n   classes: [\n";
     for (std::size_t c = 0; c < m.classes.size(); ++c) {
       const ExplorerClass& k = m.classes[c];
-      s += "    {members: " + script_json(k.members) + ",\n     total: " + k.total_js + ",\n     terms: [\n";
+      s += "    {members: " + html::script_safe_json(k.members) + ",\n     total: " + k.total_js + ",\n     terms: [\n";
       for (std::size_t t = 0; t < k.terms.size(); ++t)
-        s += "      {phase: " + script_json(k.terms[t].phase) + ", kind: " + script_json(k.terms[t].kind) + ", f: " + k.terms[t].js + "}" +
+        s += "      {phase: " + html::script_safe_json(k.terms[t].phase) + ", kind: " + html::script_safe_json(k.terms[t].kind) + ", f: " + k.terms[t].js + "}" +
              (t + 1 < k.terms.size() ? ",\n" : "\n");
       s += std::string("     ]}") + (c + 1 < m.classes.size() ? ",\n" : "\n");
     }

@@ -7,6 +7,8 @@
 #include "sim/model/model.hpp"
 #include "skeletons/skeleton_io.hpp"
 
+#include "tests/process_util.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -27,16 +29,7 @@ namespace {
 const std::string SRC = MKSIM_SOURCE_DIR;
 const std::string MKSIM = std::string(MKSIM_BINARY_DIR) + "/sim/mksim";
 
-std::pair<int, std::string> shell(const std::string& cmd) {
-  std::string output;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return {-1, ""};
-  char buf[65536];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
-  const int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using mksim::test::shell;
 
 void expect_close(double page, double model, const std::string& what) {
   EXPECT_NEAR(page, model, 1e-12 * std::fabs(model)) << what;

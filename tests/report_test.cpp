@@ -11,6 +11,8 @@
 #include "results/timeline_export.hpp"
 #include "sim/cli/report_cli.hpp"
 
+#include "tests/process_util.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <hdf5.h>
@@ -55,17 +57,7 @@ fs::path tmpdir(const std::string& name) {
   return d;
 }
 
-/** @brief Runs a shell command; returns its exit status and stdout. */
-std::pair<int, std::string> shell(const std::string& cmd) {
-  std::string output;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return {-1, ""};
-  char buf[65536];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
-  const int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using mksim::test::shell;
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
