@@ -1,9 +1,9 @@
 // The skeleton builder on real traces (issue 4's hold-out acceptance): trace a reference program with
 // OpenMPI at small P and several problem sizes, build one skeleton, expand it at a P and size it never
-// saw, and compare every rank's operations (kind, peer, tag, bytes, root, in order) with a real trace
-// of that configuration.
+// saw, and compare every rank's operations (kind, peer, tag, bytes, root, communicator, in order; holdout.hpp)
+// with a real trace of that configuration.
 #include "skeletons/builder/builder.hpp"
-#include "skeletons/expand.hpp"
+#include "skeletons/builder/holdout.hpp"
 #include "skeletons/skeleton_io.hpp"
 #include "skeletons/trace/reader.hpp"
 
@@ -18,7 +18,6 @@
 #include <sstream>
 
 namespace fs = std::filesystem;
-using mksim::trace::Kind;
 
 namespace {
 
@@ -53,87 +52,20 @@ class SkelBuildTest : public ::testing::Test {
   fs::path tmp_;
 };
 
-// One comparable operation: what the trace recorded and what the skeleton expands to.
-struct Op {
-  std::string kind;
-  long peer = -1, tag = -1, bytes = 0, root = -1;
-  bool operator==(const Op&) const = default;
-};
-
-std::ostream& operator<<(std::ostream& o, const Op& op) {
-  return o << op.kind << "(peer " << op.peer << ", tag " << op.tag << ", " << op.bytes << " B, root " << op.root << ")";
-}
-
-std::vector<Op> traced_ops(const mksim::trace::RankTrace& t) {
-  std::vector<Op> ops;
-  for (const auto& e : t.events) {
-    Op op;
-    switch (e.kind) {
-      case Kind::SEND: op.kind = "send"; break;
-      case Kind::RECV: op.kind = "recv"; break;
-      case Kind::ISEND: op.kind = "isend"; break;
-      case Kind::IRECV: op.kind = "irecv"; break;
-      case Kind::WAIT: op.kind = "wait"; break;
-      case Kind::WAITALL: op.kind = "waitall"; break;
-      case Kind::REDUCE: op.kind = "reduce"; break;
-      case Kind::ALLREDUCE: op.kind = "allreduce"; break;
-      case Kind::BCAST: op.kind = "bcast"; break;
-      case Kind::BARRIER: op.kind = "barrier"; break;
-      default: continue;
-    }
-    const bool p2p = op.kind == "send" || op.kind == "recv" || op.kind == "isend" || op.kind == "irecv";
-    if (p2p) {
-      op.peer = e.posted_any_source() ? -2 : e.peer;
-      op.tag = e.posted_any_tag() ? -2 : e.tag;
-      op.bytes = e.bytes;
-    } else if (op.kind != "wait" && op.kind != "waitall") {
-      op.bytes = e.bytes;
-      op.root = e.root;
-    }
-    ops.push_back(op);
-  }
-  return ops;
-}
-
-std::vector<Op> expanded_ops(const mksim::skeletons::Skeleton& sk, int P, const std::map<std::string, double>& params,
-                             int rank) {
-  using mksim::skeletons::ExpandedOp;
-  std::vector<Op> ops;
-  const auto frame = mksim::skeletons::bind_parameters(sk, P, params);
-  for (const ExpandedOp& x : mksim::skeletons::expand_rank(sk, frame, rank)) {
-    if (x.kind == ExpandedOp::Kind::COMPUTE) continue;
-    Op op;
-    op.kind = mksim::skeletons::op_name(x);
-    const bool p2p = x.kind == ExpandedOp::Kind::SEND || x.kind == ExpandedOp::Kind::RECV ||
-                     x.kind == ExpandedOp::Kind::ISEND || x.kind == ExpandedOp::Kind::IRECV;
-    if (p2p) {
-      op.peer = x.peer;
-      op.tag = x.tag;
-      op.bytes = static_cast<long>(x.size_bytes);
-    } else if (x.kind == ExpandedOp::Kind::COLLECTIVE) {
-      op.bytes = static_cast<long>(x.size_bytes);
-      op.root = x.root;
-    }
-    ops.push_back(op);
-  }
-  return ops;
-}
-
 // Builds from `training`, checks the skeleton against `held_out` rank by rank; returns the skeleton.
 mksim::skeletons::Skeleton check_hold_out(const std::vector<mksim::trace::Run>& training, const mksim::trace::Run& held_out,
                                           const std::map<std::string, double>& params) {
   const auto r = mksim::skeletons::builder::build_skeleton(training);
   const std::string text = r.skeleton.dump(2);
   const auto sk = mksim::skeletons::parse_skeleton(text, "built.json");
-  for (int rank = 0; rank < held_out.P; ++rank) {
-    const auto want = traced_ops(held_out.ranks[static_cast<std::size_t>(rank)]);
-    const auto got = expanded_ops(sk, held_out.P, params, rank);
-    EXPECT_EQ(got.size(), want.size()) << "rank " << rank << " of P=" << held_out.P << "\n" << text;
-    for (std::size_t i = 0; i < std::min(got.size(), want.size()); ++i)
-      if (!(got[i] == want[i])) {
-        ADD_FAILURE() << "rank " << rank << " op " << i << ": skeleton " << got[i] << ", trace " << want[i] << "\n" << text;
-        break;
-      }
+  const auto rep = mksim::skeletons::builder::compare_with_trace(sk, held_out, params);
+  for (const auto& rc : rep.ranks) {
+    EXPECT_EQ(rc.error, "") << "rank " << rc.rank << " of P=" << held_out.P;
+    EXPECT_EQ(rc.expanded, rc.traced) << "rank " << rc.rank << " of P=" << held_out.P << "\n" << text;
+    if (rc.first_difference && rc.skeleton_op && rc.trace_op)
+      ADD_FAILURE() << "rank " << rc.rank << " op " << *rc.first_difference << ": skeleton "
+                    << mksim::skeletons::builder::describe(*rc.skeleton_op) << ", trace "
+                    << mksim::skeletons::builder::describe(*rc.trace_op) << "\n" << text;
   }
   return sk;
 }

@@ -1,4 +1,4 @@
-// mksim's subcommands: predict (default), check, platform; mkskel's: build, show, inspect. Parses options with Boost.Program_options
+// mksim's subcommands: predict (default), check, platform; mkskel's: build, show, inspect, compare. Parses options with Boost.Program_options
 // (the only place that includes it) and maps every error to a message and an exit code.
 #include "sim/cli/cli.hpp"
 
@@ -18,6 +18,7 @@
 #include "sim/sweep/sweep.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/builder/builder.hpp"
+#include "skeletons/builder/holdout.hpp"
 #include "skeletons/skeleton_io.hpp"
 #include "skeletons/trace/otf2_reader.hpp"
 #include "skeletons/trace/reader.hpp"
@@ -667,7 +668,8 @@ const char* MKSKEL_USAGE =
     "         TRACE: a mktrace run directory, an OTF2 anchor file (*.otf2) or a SimGrid TI index file;\n"
     "         append ::NAME=VALUE,... to set or override the run's parameters (required for OTF2/TI)\n"
     "       mkskel show SKELETON.json\n"
-    "       mkskel inspect TRACE\n";
+    "       mkskel inspect TRACE\n"
+    "       mkskel compare SKELETON.json TRACE [--param NAME=VALUE ...] [--show N]\n";
 
 /** @brief Reads one traced run given as PATH[::NAME=VALUE,...]. */
 trace::Run read_any_run(const std::string& arg) {
@@ -878,6 +880,58 @@ int cmd_skel_inspect(const std::vector<std::string>& args, std::ostream& out) {
   return unmatched.empty() ? EXIT_OK : EXIT_FAILED;
 }
 
+// The skeleton expanded at a traced run's P and parameters against that run, rank by rank (holdout.hpp):
+// the hold-out check of a skeleton on a configuration it was not built from. Exit 0 when every rank is exact.
+int cmd_skel_compare(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mkskel compare");
+  std::vector<std::string> positional, param_items;
+  std::size_t show = 5;
+  desc.add_options()("help,h", "this help")
+      ("param", po::value(&param_items)->composing(), "NAME=VALUE: a skeleton parameter (default: the run's own)")
+      ("show", po::value(&show)->default_value(5), "ranks whose first difference is printed")
+      ("input", po::value(&positional)->composing(), "SKELETON.json TRACE (positional)");
+  po::positional_options_description pos;
+  pos.add("input", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+  if (vm.count("help")) {
+    out << MKSKEL_USAGE << desc;
+    return EXIT_OK;
+  }
+  po::notify(vm);
+  if (positional.size() != 2) throw UsageError("usage: mkskel compare SKELETON.json TRACE [--param NAME=VALUE ...]");
+  const skeletons::Skeleton sk = skeletons::load_skeleton(resolve_data(positional[0], "skeletons/examples"));
+  const trace::Run run = read_any_run(positional[1]);
+  std::map<std::string, double> params;
+  for (const auto& [k, v] : run.params) {
+    char* end = nullptr;
+    const double d = std::strtod(v.c_str(), &end);
+    if (end == v.c_str() || *end != '\0') throw UsageError(run.dir + ": parameter " + k + "=" + v + " is not a number");
+    params[k] = d;
+  }
+  for (const auto& [k, v] : parse_params(param_items)) params[k] = v;
+  const auto rep = skeletons::builder::compare_with_trace(sk, run, params);
+  out << "compare " << sk.file << " with " << run.dir << " (P=" << run.P;
+  for (const auto& [k, v] : params) out << " " << k << "=" << v;
+  out << ")\n";
+  std::size_t shown = 0;
+  for (const auto& r : rep.ranks) {
+    if (r.exact() || shown >= show) continue;
+    ++shown;
+    out << "rank " << r.rank << ": ";
+    if (!r.error.empty()) {
+      out << "the skeleton cannot be expanded: " << r.error << "\n";
+      continue;
+    }
+    out << "operation " << *r.first_difference << " of " << r.traced << " traced (" << r.expanded << " expanded): skeleton "
+        << (r.skeleton_op ? skeletons::builder::describe(*r.skeleton_op) : std::string("ends")) << ", trace "
+        << (r.trace_op ? skeletons::builder::describe(*r.trace_op) : std::string("ends")) << "\n";
+  }
+  const std::size_t exact = rep.exact_ranks();
+  out << exact << " of " << rep.P << " ranks exact (" << rep.traced_ops() << " traced operations)\n";
+  return exact == rep.ranks.size() ? EXIT_OK : EXIT_FAILED;
+}
+
 }  // namespace
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -926,6 +980,7 @@ int run_mkskel(const std::vector<std::string>& args, std::ostream& out, std::ost
     if (args[0] == "build") return cmd_skel_build(rest, out, err);
     if (args[0] == "show") return cmd_skel_show(rest, out);
     if (args[0] == "inspect") return cmd_skel_inspect(rest, out);
+    if (args[0] == "compare") return cmd_skel_compare(rest, out);
     throw UsageError("unknown command \"" + args[0] + "\"\n" + MKSKEL_USAGE);
   });
 }

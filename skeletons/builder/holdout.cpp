@@ -1,0 +1,228 @@
+// Hold-out comparison of a skeleton's expansion with a real trace (holdout.hpp).
+#include "skeletons/builder/holdout.hpp"
+
+#include "skeletons/error.hpp"
+#include "skeletons/expand.hpp"
+#include "skeletons/skeleton_io.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+namespace mksim::skeletons::builder {
+
+using trace::Kind;
+
+std::string describe(const CommOp& op) {
+  std::ostringstream o;
+  o << op.kind << "(";
+  const char* sep = "";
+  auto field = [&](const std::string& s) {
+    o << sep << s;
+    sep = ", ";
+  };
+  const bool p2p = op.kind == "send" || op.kind == "recv" || op.kind == "isend" || op.kind == "irecv";
+  if (p2p) {
+    field(op.peer == trace::ANY ? std::string("any source") : "peer " + std::to_string(op.peer));
+    field(op.tag == trace::ANY ? std::string("any tag") : "tag " + std::to_string(op.tag));
+  }
+  if (p2p || op.bytes != 0) field(std::to_string(op.bytes) + " B");
+  if (op.root >= 0) field("root " + std::to_string(op.root));
+  if (op.comm != 0) field("comm " + std::to_string(op.comm));
+  o << ")";
+  return o.str();
+}
+
+std::vector<std::map<long, long>> communicator_sizes(const trace::Run& run) {
+  // A communicator made by a collective call is identified on every rank by (its parent's identity, how
+  // many communicators this rank made from that parent before, the colour); its members are the ranks
+  // that give it the same identity.
+  const std::size_t P = run.ranks.size();
+  std::vector<std::map<long, std::string>> key(P);
+  std::map<std::string, long> members;
+  for (std::size_t r = 0; r < P; ++r) {
+    key[r][0] = "w";
+    std::map<long, long> made_from;  // parent id -> creations so far
+    for (const trace::Event& e : run.ranks[r].events) {
+      if (e.kind != Kind::COMM_DUP && e.kind != Kind::COMM_SPLIT && e.kind != Kind::CART_CREATE) continue;
+      const long parent = static_cast<long>(e.comm);
+      const long seq = made_from[parent]++;
+      auto pk = key[r].find(parent);
+      if (e.root < 0 || pk == key[r].end()) continue;  // MPI_COMM_NULL, or a parent of unknown membership
+      const long colour = e.kind == Kind::COMM_SPLIT ? e.tag : 0;
+      const std::string k = pk->second + "/" + std::to_string(seq) + ":" + std::to_string(colour);
+      key[r][e.root] = k;
+      ++members[k];
+    }
+  }
+  std::vector<std::map<long, long>> sizes(P);
+  for (std::size_t r = 0; r < P; ++r)
+    for (const auto& [id, k] : key[r]) sizes[r][id] = id == 0 ? static_cast<long>(P) : members[k];
+  return sizes;
+}
+
+namespace {
+
+const char* p2p_kind(Kind k) {
+  switch (k) {
+    case Kind::SEND: case Kind::SSEND: case Kind::BSEND: case Kind::RSEND: return "send";
+    case Kind::RECV: return "recv";
+    case Kind::ISEND: case Kind::ISSEND: return "isend";
+    case Kind::IRECV: return "irecv";
+    default: return nullptr;
+  }
+}
+
+const char* collective_kind(Kind k) {
+  switch (k) {
+    case Kind::BARRIER: return "barrier";
+    case Kind::BCAST: return "bcast";
+    case Kind::REDUCE: return "reduce";
+    case Kind::ALLREDUCE: return "allreduce";
+    case Kind::GATHER: return "gather";
+    case Kind::SCATTER: return "scatter";
+    case Kind::ALLGATHER: return "allgather";
+    case Kind::ALLTOALL: return "alltoall";
+    default: return nullptr;
+  }
+}
+
+bool rooted(const std::string& kind) { return kind == "bcast" || kind == "reduce" || kind == "gather" || kind == "scatter"; }
+
+// "MPI_Gatherv" -> "gatherv": calls the skeleton format has no op for keep their own name (and so differ)
+std::string plain_name(Kind k) {
+  std::string s(trace::kind_name(k));
+  if (s.rfind("MPI_", 0) == 0) s = s.substr(4);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return s;
+}
+
+}  // namespace
+
+std::vector<CommOp> traced_ops(const trace::RankTrace& t, const std::map<long, long>& sizes) {
+  std::vector<CommOp> ops;
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    const trace::Event& e = t.events[i];
+    CommOp op;
+    op.comm = static_cast<long>(e.comm);
+    if (const char* k = p2p_kind(e.kind)) {
+      op.kind = k;
+      op.peer = e.posted_any_source() ? trace::ANY : e.peer;
+      op.tag = e.posted_any_tag() ? trace::ANY : e.tag;
+      op.bytes = static_cast<long>(e.bytes);
+      ops.push_back(op);
+      continue;
+    }
+    if (e.kind == Kind::SENDRECV) {  // what it does: isend, irecv (its COMPLETE record), wait, wait
+      op.kind = "isend";
+      op.peer = e.peer, op.tag = e.tag, op.bytes = static_cast<long>(e.bytes);
+      ops.push_back(op);
+      CommOp r;
+      r.kind = "irecv";
+      r.comm = op.comm;
+      if (i + 1 < t.events.size() && t.events[i + 1].kind == Kind::COMPLETE) {
+        const trace::Event& c = t.events[i + 1];
+        r.peer = c.posted_any_source() ? trace::ANY : c.peer;
+        r.tag = c.posted_any_tag() ? trace::ANY : c.tag;
+        r.bytes = static_cast<long>(c.bytes);
+      }
+      ops.push_back(r);
+      ops.push_back({"wait"});
+      ops.push_back({"wait"});
+      continue;
+    }
+    if (const char* k = collective_kind(e.kind)) {
+      op.kind = k;
+      op.bytes = static_cast<long>(e.bytes);
+      if (e.kind == Kind::ALLTOALL) {  // the trace has everything sent, the skeleton bytes per destination
+        auto s = sizes.find(op.comm);
+        if (s != sizes.end() && s->second > 0) op.bytes /= s->second;
+      }
+      if (rooted(op.kind)) op.root = e.root;
+      ops.push_back(op);
+      continue;
+    }
+    switch (e.kind) {
+      case Kind::WAIT:
+        if (e.root > 0) ops.push_back({"wait"});  // a wait that completed nothing traced is no operation
+        break;
+      case Kind::WAITALL:
+        ops.push_back({"waitall"});
+        break;
+      case Kind::COMPLETE: case Kind::INIT: case Kind::INIT_THREAD: case Kind::FINALIZE: case Kind::COMM_DUP:
+      case Kind::COMM_SPLIT: case Kind::CART_CREATE: case Kind::COMM_FREE:
+        break;
+      default:
+        if (trace::is_annotation(e.kind)) break;
+        op.kind = plain_name(e.kind);  // waitany, test, probe, gatherv, ...: kept, so that they show
+        op.comm = static_cast<long>(e.comm);
+        ops.push_back(op);
+    }
+  }
+  return ops;
+}
+
+std::vector<CommOp> expanded_ops(const Skeleton& sk, int P, const std::map<std::string, double>& params, int rank) {
+  std::vector<CommOp> ops;
+  const auto frame = bind_parameters(sk, P, params);
+  for (const ExpandedOp& x : expand_rank(sk, frame, rank)) {
+    if (x.kind == ExpandedOp::Kind::COMPUTE) continue;
+    CommOp op;
+    op.kind = op_name(x);
+    const bool p2p = x.kind == ExpandedOp::Kind::SEND || x.kind == ExpandedOp::Kind::RECV ||
+                     x.kind == ExpandedOp::Kind::ISEND || x.kind == ExpandedOp::Kind::IRECV;
+    if (p2p) {
+      op.peer = x.peer;
+      op.tag = x.tag;
+      op.bytes = static_cast<long>(x.size_bytes);
+    } else if (x.kind == ExpandedOp::Kind::COLLECTIVE) {
+      op.bytes = static_cast<long>(x.size_bytes);
+      if (rooted(op.kind)) op.root = x.root;
+    }
+    ops.push_back(op);
+  }
+  return ops;
+}
+
+std::size_t HoldOutReport::exact_ranks() const {
+  return static_cast<std::size_t>(std::count_if(ranks.begin(), ranks.end(), [](const RankComparison& r) { return r.exact(); }));
+}
+
+std::size_t HoldOutReport::traced_ops() const {
+  std::size_t n = 0;
+  for (const auto& r : ranks) n += r.traced;
+  return n;
+}
+
+HoldOutReport compare_with_trace(const Skeleton& sk, const trace::Run& run, const std::map<std::string, double>& params) {
+  HoldOutReport rep;
+  rep.P = run.P;
+  const auto sizes = communicator_sizes(run);
+  for (int rank = 0; rank < run.P; ++rank) {
+    RankComparison rc;
+    rc.rank = rank;
+    const auto want = traced_ops(run.ranks[static_cast<std::size_t>(rank)], sizes[static_cast<std::size_t>(rank)]);
+    rc.traced = want.size();
+    std::vector<CommOp> got;
+    try {
+      got = expanded_ops(sk, run.P, params, rank);
+    } catch (const SkeletonError& e) {
+      rc.error = e.what();
+      rep.ranks.push_back(std::move(rc));
+      continue;
+    }
+    rc.expanded = got.size();
+    const std::size_t n = std::min(got.size(), want.size());
+    std::size_t i = 0;
+    while (i < n && got[i] == want[i]) ++i;
+    if (i < n || got.size() != want.size()) {
+      rc.first_difference = i;
+      if (i < got.size()) rc.skeleton_op = got[i];
+      if (i < want.size()) rc.trace_op = want[i];
+    }
+    rep.ranks.push_back(std::move(rc));
+  }
+  return rep;
+}
+
+}  // namespace mksim::skeletons::builder

@@ -1,0 +1,67 @@
+// Hold-out check of a skeleton against a real trace of a configuration it was not built from: every rank's
+// communication operations (kind, peer, tag, bytes, root, communicator, in order) as the skeleton expands
+// them (skeletons/expand.hpp) and as the trace recorded them. Used by `mkskel compare`, the builder's
+// hold-out tests and bench/corpus.py.
+#pragma once
+
+#include "skeletons/skeleton.hpp"
+#include "skeletons/trace/trace.hpp"
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mksim::skeletons::builder {
+
+/** @brief One communication operation in the form both sides can give.
+ *
+ *  Peers and roots are MPI_COMM_WORLD ranks (-2 a wildcard), as the tracer records them. Point-to-point
+ *  calls carry peer, tag and bytes; collectives bytes (alltoall: per destination) and root (rooted ones);
+ *  waits nothing. MPI_Sendrecv is compared as what it does: isend, irecv, wait, wait. `comm` is the
+ *  communicator id in the tracer's numbering (0 = MPI_COMM_WORLD; the others in creation order). */
+struct CommOp {
+  std::string kind;  ///< "send", "recv", "isend", "irecv", "wait", "waitall", "bcast", ... (trace-only kinds keep their name)
+  long peer = -1, tag = -1, bytes = 0, root = -1;
+  long comm = 0;
+  bool operator==(const CommOp&) const = default;
+};
+
+/** @brief "isend(peer 3, tag 1, 40 B)", "bcast(40 B, root 0, comm 2)". */
+std::string describe(const CommOp& op);
+
+/** @brief The size of every communicator of every rank of a traced run that the trace shows being made
+ *  (MPI_Comm_dup, MPI_Comm_split by colour, MPI_Cart_create): per rank, id -> number of members; id 0 is P. */
+std::vector<std::map<long, long>> communicator_sizes(const trace::Run& run);
+
+/** @brief A rank's communication operations as traced (`sizes`: communicator_sizes of its run, for
+ *  alltoall's bytes per destination; an alltoall on a communicator of unknown size keeps its total). */
+std::vector<CommOp> traced_ops(const trace::RankTrace& rank, const std::map<long, long>& sizes);
+
+/** @brief The operations of `rank` when the skeleton runs at P with `params` (compute left out). Throws
+ *  SkeletonError as expand_rank does. */
+std::vector<CommOp> expanded_ops(const Skeleton& skeleton, int P, const std::map<std::string, double>& params, int rank);
+
+/** @brief How one rank compares. */
+struct RankComparison {
+  int rank = 0;
+  std::size_t traced = 0, expanded = 0;       ///< operations on each side
+  std::optional<std::size_t> first_difference;  ///< index of the first operation that differs (or where one side ends)
+  std::optional<CommOp> skeleton_op, trace_op;  ///< the operations there (absent past the end of a side)
+  std::string error;                            ///< the expansion failed for this rank (SkeletonError's text)
+  bool exact() const { return error.empty() && !first_difference; }
+};
+
+/** @brief The whole run: every rank in order. */
+struct HoldOutReport {
+  int P = 0;
+  std::vector<RankComparison> ranks;
+  std::size_t exact_ranks() const;
+  std::size_t traced_ops() const;
+};
+
+/** @brief Compares every rank of `run` with the skeleton expanded at run.P and `params`. */
+HoldOutReport compare_with_trace(const Skeleton& skeleton, const trace::Run& run, const std::map<std::string, double>& params);
+
+}  // namespace mksim::skeletons::builder
