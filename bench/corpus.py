@@ -69,34 +69,36 @@ def sizes_train(P_sizes, extra):
 
 
 PROGRAMS = {p.name: p for p in [
+    # Every run iterates at least twice (a loop run once is no loop to a trace); one run per program has one
+    # more iteration, so that the counts are expressions of the parameters.
     Program("lu", ("N", "steps"),
             sizes_train([(4, [(16, 2), (32, 2)]), (8, [(16, 2), (32, 2)]), (16, [(16, 2), (32, 2)])], [(4, (16, 3))]),
             holdout=(32, 2), predict=(64, 2)),
     Program("mg", ("N", "iters"),
-            sizes_train([(4, [(16, 1), (32, 1)]), (8, [(16, 1), (32, 1)]), (16, [(16, 1), (32, 1)])], [(4, (16, 2))]),
-            holdout=(32, 1), predict=(64, 2)),
+            sizes_train([(4, [(16, 2), (32, 2)]), (8, [(16, 2), (32, 2)]), (16, [(16, 2), (32, 2)])], [(4, (16, 3))]),
+            holdout=(32, 2), predict=(64, 2)),
     Program("ft", ("N", "iters"),
-            sizes_train([(4, [(16, 1), (32, 1)]), (8, [(16, 1), (32, 1)]), (16, [(16, 1), (32, 1)])], [(4, (16, 2))]),
-            holdout=(32, 1), predict=(64, 2)),
+            sizes_train([(4, [(16, 2), (32, 2)]), (8, [(16, 2), (32, 2)]), (16, [(16, 2), (32, 2)])], [(4, (16, 3))]),
+            holdout=(32, 2), predict=(64, 2)),
     Program("cg", ("N", "niter", "cgit"),
-            sizes_train([(4, [(256, 1, 3), (512, 1, 3)]), (8, [(256, 1, 3), (512, 1, 3)]),
-                         (16, [(256, 1, 3), (512, 1, 3)])], [(4, (256, 2, 3)), (4, (256, 1, 4))]),
-            holdout=(1024, 1, 3), predict=(4096, 1, 5)),
+            sizes_train([(4, [(256, 2, 3), (512, 2, 3)]), (8, [(256, 2, 3), (512, 2, 3)]),
+                         (16, [(256, 2, 3), (512, 2, 3)])], [(4, (256, 3, 3)), (4, (256, 2, 4))]),
+            holdout=(1024, 2, 3), predict=(4096, 2, 5)),
     Program("hpcg", ("nx", "ny", "nz", "iters"),
-            sizes_train([(4, [(8, 8, 8, 1), (16, 8, 8, 1), (8, 16, 8, 1)]), (8, [(8, 8, 8, 1), (8, 8, 16, 1)]),
-                         (16, [(8, 8, 8, 1), (16, 16, 16, 1)])], [(4, (8, 8, 8, 2))]),
-            holdout=(8, 8, 8, 1), predict=(16, 16, 16, 2)),
+            sizes_train([(4, [(8, 8, 8, 2), (16, 8, 8, 2), (8, 16, 8, 2)]), (8, [(8, 8, 8, 2), (8, 8, 16, 2)]),
+                         (16, [(8, 8, 8, 2), (16, 16, 16, 2)])], [(4, (8, 8, 8, 3))]),
+            holdout=(8, 8, 8, 2), predict=(16, 16, 16, 2)),
     Program("sweep3d", ("N", "mk", "iters"),
-            sizes_train([(4, [(16, 4, 1), (32, 4, 1), (16, 2, 1)]), (8, [(16, 4, 1), (32, 4, 1)]),
-                         (16, [(16, 4, 1), (32, 4, 1)])], [(4, (16, 4, 2))]),
-            holdout=(32, 4, 1), predict=(64, 8, 1)),
+            sizes_train([(4, [(16, 4, 2), (32, 4, 2), (16, 2, 2)]), (8, [(16, 4, 2), (32, 4, 2)]),
+                         (16, [(16, 4, 2), (32, 4, 2)])], [(4, (16, 4, 3))]),
+            holdout=(32, 4, 2), predict=(64, 8, 2)),
     Program("lulesh", ("s", "iters"),
             sizes_train([(1, [(4, 2)]), (8, [(4, 2), (8, 2)]), (27, [(4, 2), (8, 2)])], [(8, (4, 3))]),
             holdout=(4, 2), predict=(8, 4), holdout_P=(64, 125), predict_P=(64, 216, 1000)),
     Program("summa", ("N", "nb", "reps"),
-            sizes_train([(4, [(32, 4, 1), (64, 4, 1), (32, 8, 1)]), (8, [(32, 4, 1), (64, 4, 1)]),
-                         (16, [(32, 4, 1), (64, 4, 1)])], [(4, (32, 4, 2))]),
-            holdout=(64, 4, 1), predict=(256, 8, 1)),
+            sizes_train([(4, [(32, 4, 2), (64, 4, 2), (32, 8, 2)]), (8, [(32, 4, 2), (64, 4, 2)]),
+                         (16, [(32, 4, 2), (64, 4, 2)])], [(4, (32, 4, 3))]),
+            holdout=(64, 4, 2), predict=(256, 8, 2)),
 ]}
 
 
@@ -317,7 +319,7 @@ def run_smpi(t, prog, P, values, plat, plat_name, workdir, timeout):
         total = float(m.group(1))
         # the compared figure: from the last rank's arrival at the timed part (communicators made) to the end
         row.update(status="ok", smpi_total_s=total, start_s=float(start.group(1)) if start else 0.0,
-                   smpi_s=total - (float(start.group(1)) if start else 0.0), span_s=float(span.group(1)) if span else "",
+                   smpi_s=float("%.9g" % (total - (float(start.group(1)) if start else 0.0))), span_s=float(span.group(1)) if span else "",
                    result=res.group(1) if res else "", message="")
     return row
 

@@ -30,64 +30,49 @@ typedef struct {
 
 #define V(g, k, i, j) ((g)->v[((size_t)(k) * ((g)->nx + 2) + (size_t)(i)) * ((g)->ny + 2) + (size_t)(j)])
 
-/* exchange_3: the rhs halo, 2 layers x 5 variables of every plane, north/south then east/west */
+/* the point q (1-based) of the line at index `at` across axis 0 (a row i = at, q = j) or axis 1 (a column) */
+static double *line_point(lu_t *g, int axis, int k, int at, int q)
+{
+    return axis == 0 ? &V(g, k, at, q) : &V(g, k, q, at);
+}
+
+/* one half of exchange_3 along an axis: irecv from both neighbours, send 2 layers x 5 variables of every
+ * plane to the high one then the low one, wait for each receive and unpack the layer next to the ghost */
+static void exchange_axis(corpus_t *c, lu_t *g, int axis, int lo, int hi, int tag_from_lo, int tag_from_hi,
+                          double *sbuf, double *rbuf_lo, double *rbuf_hi)
+{
+    int len = axis == 0 ? g->ny : g->nx, last = axis == 0 ? g->nx : g->ny;
+    int cnt = 2 * NVAR * len * g->nz;
+    MPI_Request rlo = MPI_REQUEST_NULL, rhi = MPI_REQUEST_NULL;
+    if (lo >= 0) { MPI_Irecv(rbuf_lo, cnt, MPI_DOUBLE, lo, tag_from_lo, MPI_COMM_WORLD, &rlo); ++c->calls; }
+    if (hi >= 0) { MPI_Irecv(rbuf_hi, cnt, MPI_DOUBLE, hi, tag_from_hi, MPI_COMM_WORLD, &rhi); ++c->calls; }
+    for (int pass = 0; pass < 2; ++pass) {
+        int to = pass == 0 ? hi : lo, tag = pass == 0 ? tag_from_lo : tag_from_hi;
+        if (to < 0) continue;
+        for (int l = 0; l < 2; ++l)
+            for (int k = 0; k < g->nz; ++k)
+                for (int q = 1; q <= len; ++q)
+                    for (int m = 0; m < NVAR; ++m)
+                        sbuf[(((size_t)l * g->nz + k) * len + (q - 1)) * NVAR + m] =
+                            *line_point(g, axis, k, pass == 0 ? last - l : 1 + l, q) * (m + 1);
+        MPI_Send(sbuf, cnt, MPI_DOUBLE, to, tag, MPI_COMM_WORLD);
+        ++c->calls;
+    }
+    for (int side = 0; side < 2; ++side) {
+        MPI_Request *r = side == 0 ? &rlo : &rhi;
+        const double *buf = side == 0 ? rbuf_lo : rbuf_hi;
+        if ((side == 0 ? lo : hi) < 0) continue;
+        MPI_Wait(r, MPI_STATUS_IGNORE);
+        for (int k = 0; k < g->nz; ++k)
+            for (int q = 1; q <= len; ++q) *line_point(g, axis, k, side == 0 ? 0 : last + 1, q) = buf[((size_t)k * len + (q - 1)) * NVAR];
+    }
+}
+
+/* exchange_3: the rhs halo, north/south then east/west */
 static void exchange_3(corpus_t *c, lu_t *g, double *sbuf, double *rbuf_a, double *rbuf_b)
 {
-    MPI_Request rn = MPI_REQUEST_NULL, rs = MPI_REQUEST_NULL;
-    int cnt = 2 * NVAR * g->ny * g->nz;
-    if (g->north >= 0) { MPI_Irecv(rbuf_a, cnt, MPI_DOUBLE, g->north, FROM_N, MPI_COMM_WORLD, &rn); ++c->calls; }
-    if (g->south >= 0) { MPI_Irecv(rbuf_b, cnt, MPI_DOUBLE, g->south, FROM_S, MPI_COMM_WORLD, &rs); ++c->calls; }
-    for (int pass = 0; pass < 2; ++pass) {
-        int to = pass == 0 ? g->south : g->north, tag = pass == 0 ? FROM_N : FROM_S;
-        if (to < 0) continue;
-        for (int l = 0; l < 2; ++l)
-            for (int k = 0; k < g->nz; ++k)
-                for (int j = 1; j <= g->ny; ++j) {
-                    int i = pass == 0 ? g->nx - l : 1 + l;
-                    for (int m = 0; m < NVAR; ++m)
-                        sbuf[(((size_t)l * g->nz + k) * g->ny + (j - 1)) * NVAR + m] = V(g, k, i, j) * (m + 1);
-                }
-        MPI_Send(sbuf, cnt, MPI_DOUBLE, to, tag, MPI_COMM_WORLD);
-        ++c->calls;
-    }
-    if (g->north >= 0) {
-        MPI_Wait(&rn, MPI_STATUS_IGNORE);
-        for (int k = 0; k < g->nz; ++k)
-            for (int j = 1; j <= g->ny; ++j) V(g, k, 0, j) = rbuf_a[((size_t)k * g->ny + (j - 1)) * NVAR];
-    }
-    if (g->south >= 0) {
-        MPI_Wait(&rs, MPI_STATUS_IGNORE);
-        for (int k = 0; k < g->nz; ++k)
-            for (int j = 1; j <= g->ny; ++j) V(g, k, g->nx + 1, j) = rbuf_b[((size_t)k * g->ny + (j - 1)) * NVAR];
-    }
-
-    MPI_Request rw = MPI_REQUEST_NULL, re = MPI_REQUEST_NULL;
-    cnt = 2 * NVAR * g->nx * g->nz;
-    if (g->west >= 0) { MPI_Irecv(rbuf_a, cnt, MPI_DOUBLE, g->west, FROM_W, MPI_COMM_WORLD, &rw); ++c->calls; }
-    if (g->east >= 0) { MPI_Irecv(rbuf_b, cnt, MPI_DOUBLE, g->east, FROM_E, MPI_COMM_WORLD, &re); ++c->calls; }
-    for (int pass = 0; pass < 2; ++pass) {
-        int to = pass == 0 ? g->east : g->west, tag = pass == 0 ? FROM_W : FROM_E;
-        if (to < 0) continue;
-        for (int l = 0; l < 2; ++l)
-            for (int k = 0; k < g->nz; ++k)
-                for (int i = 1; i <= g->nx; ++i) {
-                    int j = pass == 0 ? g->ny - l : 1 + l;
-                    for (int m = 0; m < NVAR; ++m)
-                        sbuf[(((size_t)l * g->nz + k) * g->nx + (i - 1)) * NVAR + m] = V(g, k, i, j) * (m + 1);
-                }
-        MPI_Send(sbuf, cnt, MPI_DOUBLE, to, tag, MPI_COMM_WORLD);
-        ++c->calls;
-    }
-    if (g->west >= 0) {
-        MPI_Wait(&rw, MPI_STATUS_IGNORE);
-        for (int k = 0; k < g->nz; ++k)
-            for (int i = 1; i <= g->nx; ++i) V(g, k, i, 0) = rbuf_a[((size_t)k * g->nx + (i - 1)) * NVAR];
-    }
-    if (g->east >= 0) {
-        MPI_Wait(&re, MPI_STATUS_IGNORE);
-        for (int k = 0; k < g->nz; ++k)
-            for (int i = 1; i <= g->nx; ++i) V(g, k, i, g->ny + 1) = rbuf_b[((size_t)k * g->nx + (i - 1)) * NVAR];
-    }
+    exchange_axis(c, g, 0, g->north, g->south, FROM_N, FROM_S, sbuf, rbuf_a, rbuf_b);
+    exchange_axis(c, g, 1, g->west, g->east, FROM_W, FROM_E, sbuf, rbuf_a, rbuf_b);
 }
 
 /* rhs: the halo, then the residual's work; returns this rank's sum of squared residuals */
