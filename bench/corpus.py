@@ -69,36 +69,37 @@ def sizes_train(P_sizes, extra):
 
 
 PROGRAMS = {p.name: p for p in [
-    # Every run iterates at least twice (a loop run once is no loop to a trace); one run per program has one
-    # more iteration, so that the counts are expressions of the parameters.
+    # Every run iterates at least twice (a loop run once is no loop to a trace), one run per program once more,
+    # so that counts are expressions of the parameters. Sizes: the main compute blocks of the largest traced P
+    # last tens of microseconds or more on this machine (a mktrace gap of a few microseconds is mostly noise).
     Program("lu", ("N", "steps"),
-            sizes_train([(4, [(16, 2), (32, 2)]), (8, [(16, 2), (32, 2)]), (16, [(16, 2), (32, 2)])], [(4, (16, 3))]),
-            holdout=(32, 2), predict=(64, 2)),
+            sizes_train([(4, [(64, 2), (128, 2)]), (8, [(64, 2), (128, 2)]), (16, [(64, 2), (128, 2)])], [(4, (64, 3))]),
+            holdout=(64, 2), predict=(128, 2)),
     Program("mg", ("N", "iters"),
-            sizes_train([(4, [(16, 2), (32, 2)]), (8, [(16, 2), (32, 2)]), (16, [(16, 2), (32, 2)])], [(4, (16, 3))]),
-            holdout=(32, 2), predict=(64, 2)),
+            sizes_train([(4, [(32, 2), (64, 2)]), (8, [(32, 2), (64, 2)]), (16, [(32, 2), (64, 2)])], [(4, (32, 3))]),
+            holdout=(64, 2), predict=(128, 2)),
     Program("ft", ("N", "iters"),
-            sizes_train([(4, [(16, 2), (32, 2)]), (8, [(16, 2), (32, 2)]), (16, [(16, 2), (32, 2)])], [(4, (16, 3))]),
-            holdout=(32, 2), predict=(64, 2)),
+            sizes_train([(4, [(32, 2), (64, 2)]), (8, [(32, 2), (64, 2)]), (16, [(32, 2), (64, 2)])], [(4, (32, 3))]),
+            holdout=(64, 2), predict=(128, 2)),
     Program("cg", ("N", "niter", "cgit"),
-            sizes_train([(4, [(256, 2, 3), (512, 2, 3)]), (8, [(256, 2, 3), (512, 2, 3)]),
-                         (16, [(256, 2, 3), (512, 2, 3)])], [(4, (256, 3, 3)), (4, (256, 2, 4))]),
-            holdout=(1024, 2, 3), predict=(4096, 2, 5)),
+            sizes_train([(4, [(4096, 2, 3), (8192, 2, 3)]), (8, [(4096, 2, 3), (8192, 2, 3)]),
+                         (16, [(4096, 2, 3), (8192, 2, 3)])], [(4, (4096, 3, 3)), (4, (4096, 2, 4))]),
+            holdout=(8192, 2, 3), predict=(16384, 2, 5)),
     Program("hpcg", ("nx", "ny", "nz", "iters"),
-            sizes_train([(4, [(8, 8, 8, 2), (16, 8, 8, 2), (8, 16, 8, 2)]), (8, [(8, 8, 8, 2), (8, 8, 16, 2)]),
-                         (16, [(8, 8, 8, 2), (16, 16, 16, 2)])], [(4, (8, 8, 8, 3))]),
-            holdout=(8, 8, 8, 2), predict=(16, 16, 16, 2)),
+            sizes_train([(4, [(16, 16, 16, 2), (32, 16, 16, 2), (16, 32, 16, 2)]), (8, [(16, 16, 16, 2), (16, 16, 32, 2)]),
+                         (16, [(16, 16, 16, 2), (32, 32, 32, 2)])], [(4, (16, 16, 16, 3))]),
+            holdout=(16, 16, 16, 2), predict=(16, 16, 16, 2)),
     Program("sweep3d", ("N", "mk", "iters"),
-            sizes_train([(4, [(16, 4, 2), (32, 4, 2), (16, 2, 2)]), (8, [(16, 4, 2), (32, 4, 2)]),
-                         (16, [(16, 4, 2), (32, 4, 2)])], [(4, (16, 4, 3))]),
-            holdout=(32, 4, 2), predict=(64, 8, 2)),
+            sizes_train([(4, [(64, 8, 2), (128, 8, 2), (64, 16, 2)]), (8, [(64, 8, 2), (128, 8, 2)]),
+                         (16, [(64, 8, 2), (128, 8, 2)])], [(4, (64, 8, 3))]),
+            holdout=(64, 8, 2), predict=(128, 8, 2)),
     Program("lulesh", ("s", "iters"),
-            sizes_train([(1, [(4, 2)]), (8, [(4, 2), (8, 2)]), (27, [(4, 2), (8, 2)])], [(8, (4, 3))]),
-            holdout=(4, 2), predict=(8, 4), holdout_P=(64, 125), predict_P=(64, 216, 1000)),
+            sizes_train([(1, [(8, 2)]), (8, [(8, 2), (16, 2)]), (27, [(8, 2), (16, 2)])], [(8, (8, 3))]),
+            holdout=(8, 2), predict=(16, 4), holdout_P=(64, 125), predict_P=(64, 216, 1000)),
     Program("summa", ("N", "nb", "reps"),
-            sizes_train([(4, [(32, 4, 2), (64, 4, 2), (32, 8, 2)]), (8, [(32, 4, 2), (64, 4, 2)]),
-                         (16, [(32, 4, 2), (64, 4, 2)])], [(4, (32, 4, 3))]),
-            holdout=(64, 4, 2), predict=(256, 8, 2)),
+            sizes_train([(4, [(256, 8, 2), (512, 8, 2), (256, 16, 2)]), (8, [(256, 8, 2), (512, 8, 2)]),
+                         (16, [(256, 8, 2), (512, 8, 2)])], [(4, (256, 8, 3))]),
+            holdout=(256, 8, 2), predict=(512, 8, 2)),
 ]}
 
 
@@ -160,8 +161,8 @@ def last_error(text, prefix=None):
         errs = [l for l in lines if l.startswith(prefix) and not l.startswith(prefix + " ambiguous")
                 and not l.startswith(prefix + " warning")]
         if errs:
-            return errs[0][:400]
-    return lines[-1][:400] if lines else ""
+            return errs[0][:3000]
+    return lines[-1][:3000] if lines else ""
 
 
 def hostfile(workdir, P):
@@ -346,6 +347,12 @@ SUMMARY_FIELDS = ["program", "source", "trace_runs", "skeleton", "warnings", "am
                   "holdout_exact", "points_ok", "points", "mean_abs_error_pct", "max_abs_error_pct", "message"]
 
 
+def cell(v):
+    if v is None:
+        return ""
+    return ("%.9g" % v) if isinstance(v, float) else v
+
+
 def write_csv(path, fields, rows):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = path + ".tmp"
@@ -353,7 +360,7 @@ def write_csv(path, fields, rows):
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
         for r in rows:
-            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in fields})
+            w.writerow({k: cell(r.get(k)) for k in fields})
     os.replace(tmp, path)
 
 
@@ -362,6 +369,11 @@ def read_csv(path):
         return []
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+def number(v):
+    """A float from a run or from the cache's text; None when absent."""
+    return None if v in (None, "") else float(v)
 
 
 def short(s, n=90):
@@ -527,8 +539,8 @@ def main(argv=None):
                     cache[key] = sm
                     log("%s SMPI P=%d %s: %s %s (%.0f s)" % (name, P, pn, sm["status"], sm.get("smpi_s", ""), float(sm["wall_s"])))
                 for source in sources:
-                    r = dict(base_row, source=source, smpi_s=sm.get("smpi_s"), smpi_total_s=sm.get("smpi_total_s"),
-                             smpi_wall_s=sm.get("wall_s"))
+                    r = dict(base_row, source=source, smpi_s=number(sm.get("smpi_s")),
+                             smpi_total_s=number(sm.get("smpi_total_s")), smpi_wall_s=number(sm.get("wall_s")))
                     if source not in skels:
                         r.update(status="error", message="no skeleton: " + info[source]["message"])
                     else:

@@ -3,7 +3,7 @@
  *
  * P = 2^k ranks as NPB CG arranges them: npcols = 2^ceil(k/2) columns, nprows = P / npcols rows (npcols =
  * 2 nprows when k is odd), rank = r * npcols + c. The N x N matrix is split in nprows x npcols blocks (rank
- * (r, c) owns rows block r of N/nprows rows and columns segment c of N/npcols columns, 64 N / P nonzeros);
+ * (r, c) owns rows block r of N/nprows rows and columns segment c of N/npcols columns, 128 N / P nonzeros);
  * vectors are held by segment (every rank of column c holds segment c). Communicators from MPI_Comm_split:
  * the row (colour r, key c; size npcols) and the column (colour c, key r; size nprows).
  *
@@ -17,7 +17,7 @@
  * and r, r.r, the update of p), the residual norm (q = A z and a dot product), then x.z and z.z in one
  * two-stage reduction (2 doubles) and x = z / |z|.
  *
- * Declared flops: the block product 2 x 64 N / P, each dot product 2 N / P, each vector update 2 N / npcols.
+ * Declared flops: the block product 2 x 128 N / P, each dot product 2 N / P, each vector update 2 N / npcols.
  *
  * usage: cg [N [niter [cgit]]]     defaults 1024 2 5; P a power of two dividing N
  */
@@ -25,7 +25,7 @@
 
 #include <math.h>
 
-enum { NNZ_PER_ROW = 64, EXCH_TAG = 7 };
+enum { NNZ_PER_ROW = 128, EXCH_TAG = 7 }; /* about NPB CG class A's nonzeros per row */
 
 typedef struct {
     int nprows, npcols, ratio, r, c, partner;
