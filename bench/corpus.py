@@ -343,8 +343,9 @@ def run_mksim(t, skel, P, plat, prog, values, timeout):
 POINT_FIELDS = ["program", "source", "P", "platform", "params", "predicted_s", "smpi_s", "error_pct", "status",
                 "message", "smpi_total_s", "mksim_wall_s", "smpi_wall_s"]
 HOLDOUT_FIELDS = ["program", "source", "P", "params", "ranks_exact", "ranks", "traced_ops", "status", "message"]
-SUMMARY_FIELDS = ["program", "source", "trace_runs", "skeleton", "warnings", "ambiguities", "first_warning",
-                  "holdout_exact", "points_ok", "points", "mean_abs_error_pct", "max_abs_error_pct", "message"]
+SUMMARY_FIELDS = ["program", "source", "trace_runs", "skeleton", "compute_seconds_blocks", "compute_flops_blocks",
+                  "warnings", "ambiguities", "first_warning", "holdout_exact", "points_ok", "points",
+                  "mean_abs_error_pct", "max_abs_error_pct", "message"]
 
 
 def cell(v):
@@ -362,6 +363,13 @@ def write_csv(path, fields, rows):
         for r in rows:
             w.writerow({k: cell(r.get(k)) for k in fields})
     os.replace(tmp, path)
+
+
+def write_cache(path, cache, used):
+    """The SMPI cache without the entries this run replaced (same program, P and platform, another key)."""
+    now = {tuple(k.split("|")[:3]) for k in used}
+    keep = [r for k, r in cache.items() if k in used or tuple(k.split("|")[:3]) not in now]
+    write_csv(path, SMPI_FIELDS, sorted(keep, key=lambda r: r["key"]))
 
 
 def read_csv(path):
@@ -448,7 +456,7 @@ def main(argv=None):
     log("corpus_rate: %.4g flop/s (spread %.1f%% over 9 repetitions)" % (rate, 100 * spread))
     cache = {r["key"]: r for r in read_csv(a.smpi_cache)} if a.smpi_cache else {}
 
-    points, holdouts, summary = [], [], []
+    points, holdouts, summary, used_keys = [], [], [], set()
     try:
         for name in names:
             prog = PROGRAMS[name]
@@ -477,8 +485,7 @@ def main(argv=None):
                         with open(skel) as f:
                             j = json.load(f)
                         s["skeleton"] = "ok"
-                        n_sec, n_flops = count_compute(j, "seconds"), count_compute(j, "flops")
-                        s["message"] = "%d compute block(s) in seconds, %d in flops" % (n_sec, n_flops)
+                        s["compute_seconds_blocks"], s["compute_flops_blocks"] = count_compute(j, "seconds"), count_compute(j, "flops")
                         if source == "mktrace":  # this machine's CPU seconds -> flops at the loop's rate
                             seconds_to_flops(j, rate)
                             skel = skel.replace(".skel.json", ".flops.skel.json")
@@ -531,6 +538,7 @@ def main(argv=None):
                 key = "|".join([name, str(P), pn, " ".join(prog.args(prog.predict)),
                                 file_hash([os.path.join(CORPUS_SRC, name + ".c"), os.path.join(CORPUS_SRC, "corpus.h"), plat]),
                                 hashlib.sha256(" ".join(smpi_config(plat)).encode()).hexdigest()[:12]])
+                used_keys.add(key)
                 sm = cache.get(key)
                 if sm is None or sm.get("status") != "ok":
                     log("%s SMPI P=%d %s ..." % (name, P, pn))
@@ -563,7 +571,7 @@ def main(argv=None):
                 for rows in pool.map(point, sorted(tasks, key=lambda x: -x[0])):
                     points.extend(rows)
             if a.smpi_cache:
-                write_csv(a.smpi_cache, SMPI_FIELDS, sorted(cache.values(), key=lambda r: r["key"]))
+                write_cache(a.smpi_cache, cache, used_keys)
             for source in sources:
                 s = info[source]
                 mine = [p for p in points if p["program"] == name and p["source"] == source and p["status"] != "skipped"]
@@ -577,7 +585,7 @@ def main(argv=None):
                 if s["skeleton"] == "ok":
                     fails = [p["message"] for p in mine if p["status"] != "ok"]
                     hfail = [h["message"] for h in hold if h["status"] != "exact"]
-                    s["message"] = (("(b) " + fails[0]) if fails else ("(a) " + hfail[0]) if hfail else s["message"])
+                    s["message"] = ("(b) " + fails[0]) if fails else ("(a) " + hfail[0]) if hfail else ""
             write_csv(a.out, POINT_FIELDS, points)
             write_csv(summary_csv, SUMMARY_FIELDS, summary)
     finally:
