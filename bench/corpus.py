@@ -454,7 +454,11 @@ def main(argv=None):
     holdout_csv, summary_csv = base + "_holdout.csv", base + "_summary.csv"
     rate, spread = measure_rate(t, a.timeout)
     log("corpus_rate: %.4g flop/s (spread %.1f%% over 9 repetitions)" % (rate, 100 * spread))
-    cache = {r["key"]: r for r in read_csv(a.smpi_cache)} if a.smpi_cache else {}
+    cache = {}
+    for r in read_csv(a.smpi_cache) if a.smpi_cache else []:
+        for k in ("smpi_s", "smpi_total_s", "start_s", "span_s", "wall_s"):
+            r[k] = number(r.get(k))
+        cache[r["key"]] = r
 
     points, holdouts, summary, used_keys = [], [], [], set()
     try:

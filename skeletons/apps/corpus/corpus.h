@@ -100,7 +100,8 @@ static inline void corpus_start(corpus_t *c)
  * parameters), `mpi_calls:` (summed over ranks), `flops:` (declared, summed over ranks), `time:` (the span
  * from the earliest t0 to the latest end of the timed part, i.e. SMPI's simulated time of it) and `start:`
  * (the latest arrival at corpus_start: under SMPI, the simulated time spent before the timed part, in
- * MPI_Init and in making communicators, which bench/corpus.py subtracts). */
+ * MPI_Init and in making communicators, which bench/corpus.py subtracts; OpenMPI 4's MPI_Wtime counts from
+ * its first call on each rank, so it prints 0 there). */
 static inline void corpus_report(const corpus_t *c, double result)
 {
     double t1 = MPI_Wtime(), tmin = 0.0, tmax = 0.0, start = 0.0, flops = 0.0;
