@@ -365,6 +365,14 @@ def write_csv(path, fields, rows):
     os.replace(tmp, path)
 
 
+def write_merged(path, fields, rows, kept):
+    """rows after the kept rows of an earlier run (other programs or sources), in program order."""
+    order = {n: i for i, n in enumerate(PROGRAMS)}
+    allrows = sorted(kept + rows, key=lambda r: (order.get(r["program"], 99), SOURCES.index(r["source"])
+                                                 if r["source"] in SOURCES else 9))
+    write_csv(path, fields, allrows)
+
+
 def write_cache(path, cache, used):
     """The SMPI cache without the entries this run replaced (same program, P and platform, another key)."""
     now = {tuple(k.split("|")[:3]) for k in used}
@@ -461,6 +469,9 @@ def main(argv=None):
         cache[r["key"]] = r
 
     points, holdouts, summary, used_keys = [], [], [], set()
+    # rows of programs or sources this run does not redo stay in the CSVs
+    kept = {kind: [r for r in read_csv(path) if r["program"] not in names or r["source"] not in sources]
+            for kind, path in (("points", a.out), ("holdout", holdout_csv), ("summary", summary_csv))}
     try:
         for name in names:
             prog = PROGRAMS[name]
@@ -521,7 +532,7 @@ def main(argv=None):
                         row.update(ranks_exact=ex, ranks=ranks, traced_ops=ops, status=st, message=m)
                     holdouts.append(row)
                     log("%s %s hold-out P=%d: %s %s" % (name, source, P, row["status"], short(row.get("message"), 200)))
-                write_csv(holdout_csv, HOLDOUT_FIELDS, holdouts)
+                write_merged(holdout_csv, HOLDOUT_FIELDS, holdouts, kept["holdout"])
 
             # 4. (b) predictions against SMPI
             tasks = []
@@ -590,8 +601,8 @@ def main(argv=None):
                     fails = [p["message"] for p in mine if p["status"] != "ok"]
                     hfail = [h["message"] for h in hold if h["status"] != "exact"]
                     s["message"] = ("(b) " + fails[0]) if fails else ("(a) " + hfail[0]) if hfail else ""
-            write_csv(a.out, POINT_FIELDS, points)
-            write_csv(summary_csv, SUMMARY_FIELDS, summary)
+            write_merged(a.out, POINT_FIELDS, points, kept["points"])
+            write_merged(summary_csv, SUMMARY_FIELDS, summary, kept["summary"])
     finally:
         if not a.work:
             shutil.rmtree(workdir, ignore_errors=True)
