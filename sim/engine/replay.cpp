@@ -10,15 +10,19 @@
 #include "skeletons/error.hpp"
 #include "skeletons/skeleton_io.hpp"
 
+#include <simgrid/kernel/Timer.hpp>
 #include <simgrid/kernel/resource/Action.hpp>
 #include <simgrid/s4u.hpp>
 #include <simgrid/version.h>
 #include <xbt/config.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <deque>
+#include <queue>
 #include <fstream>
 #include <map>
 #include <set>
@@ -26,6 +30,8 @@
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
+
+#include <unistd.h>
 
 #ifndef MKSIM_VERSION
 #define MKSIM_VERSION "0.0.0"
@@ -40,6 +46,10 @@ using namespace mksim::skeletons;
 namespace {
 
 constexpr int ANY = -1;
+
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_sigint(int) { g_interrupted = 1; }
+bool interrupted() { return g_interrupted != 0; }
 constexpr std::size_t TIMELINE_MAX_ROWS = 5'000'000;
 
 /** @brief One MPI request (a send or a receive). Eager sends are complete once posted. */
@@ -56,9 +66,10 @@ struct Request {
   double size = 0;       // bytes
   double match_time = 0; // when the partner arrived (the transfer started)
   int matched_peer = -1; // for receives: the sender of the message matched (diagnosis: who was waited for)
-  bool launching = false; // a rank is posting this send's transfer
+  double post_time = 0;  // the owner's time when it posted the request
+  double done_time = 0;  // when the transfer finished (done)
   sg4::Mailbox* box = nullptr;  // private mailbox of this transfer (from a pool), while it runs
-  void* landing = nullptr;      // where SimGrid "copies" the payload pointer at the receiver
+  sg4::CommPtr comm;            // for sends, until launched: the sending side, prepared by the sender's actor
   std::shared_ptr<Request> matched_recv;  // for sends: the receive that matched it
 };
 using ReqPtr = std::shared_ptr<Request>;
@@ -74,10 +85,12 @@ struct TimelineRow {
   double end;
 };
 
-/** @brief A side of a transfer that a rank must post from its host (its partner started the transfer). */
-struct TransferJob {
-  ReqPtr send;
-  bool put;  // true: the sending side, false: the receiving side
+/** @brief A post waiting for its time (the owner's clock when it posted). */
+struct Event {
+  double t;
+  std::uint64_t seq;
+  ReqPtr req;
+  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
 struct RankState {
@@ -97,11 +110,15 @@ struct RankState {
   results::RankTimes times;
   // SimGrid comm handles this rank's actor posted, kept until their transfer is done and waited for.
   std::vector<std::pair<sg4::CommPtr, ReqPtr>> handles;
-  std::vector<TransferJob> jobs;  // transfer sides to post from this rank's host, served before it blocks
-  bool sleeping = false;          // in an interruptible sleep (compute, overheads)
+  std::vector<ReqPtr> jobs;       // receiving sides to post from this rank's host, served before it blocks
+  std::vector<sg4::CommPtr> stash;  // receiving sides prepared by this rank's actor, for transfers to it
+  std::size_t stash_want = 2;     // how many to keep prepared (doubles when a transfer found none)
+  long pending = 0;               // posts of this rank not yet processed (their time not reached)
+  bool draining = false;          // the program ended; releasing the last transfers
+  bool poked = false;             // released while draining
   bool completed = false;         // the actor reached its end (not killed by SimGrid)
   const char* in_measured = nullptr;  // waiting for the others in this measured collective
-  double ahead = 0;               // local work done but not yet slept: the rank's time is clock + ahead
+  double lt = 0;                  // the rank's own time (>= the engine's clock while it runs)
   double agg = 1;                 // what-if aggregation: multiplier of message sizes and compute in aggregated loops
   // Diagnosis: waits of the current MPI block by the peer waited for and by kind, flushed by account().
   std::vector<std::pair<int, double>> wait_peers;
@@ -199,6 +216,7 @@ class ReplayContext final : public P2PLayer {
   void run_rank(int r) {
     RankState& rs = ranks_[r];
     try {
+      fill_stash(r);
       int g = select_group(sk_, rs.frame);
       if (g < 0) throw ReplayError("no rank group matches rank " + std::to_string(r));
       run_body(r, sk_.groups[g].body);
@@ -216,11 +234,11 @@ class ReplayContext final : public P2PLayer {
     rs.times.finish_s = now(r);
     --active_;
     check_deadlock();
-    // Transfers this actor posted must end before it does (SimGrid cancels an exiting actor's comms);
+    // Transfers this actor takes part in must end before it does (SimGrid cancels an exiting actor's comms);
     // this happens after finish_s, as MPI_Finalize would.
-    if (!aborting_)
-      for (auto& h : rs.handles) h.first->wait();
+    drain(r);
     rs.handles.clear();
+    rs.stash.clear();
     rs.completed = true;
   }
 
@@ -455,13 +473,13 @@ class ReplayContext final : public P2PLayer {
       rank_phase_compute_[static_cast<std::size_t>(r) * phase_.size() + static_cast<std::size_t>(block_phase_[b.index])] += seconds;
     }
     const double t0 = now(r);
-    rs.ahead += seconds;  // slept later, merged with what follows until the rank next interacts
+    rs.lt += seconds;  // the rank's clock runs ahead; nothing is slept
     rs.times.compute_s += seconds;
     phase_[block_phase_[b.index]].compute_s += seconds;
     rank_phase_[static_cast<std::size_t>(r) * phase_.size() + static_cast<std::size_t>(block_phase_[b.index])] += seconds;
     {
       double& end = phase_[block_phase_[b.index]].end_s;
-      end = std::max(end, now(r) + rs.ahead);
+      end = std::max(end, now(r));
     }
     record(r, b.index, "compute", t0);
   }
@@ -557,10 +575,9 @@ class ReplayContext final : public P2PLayer {
     const double t = collective_time(*measured_, kind, P_, size);
     if (std::string note = extrapolation_note(*measured_, kind, P_, size); !note.empty()) measured_notes_.insert(note);
     check_abort();
-    sync(r);  // arrive at the rank's own time
-    check_abort();
-    Gathering& gth = gatherings_[seq];
+    Gathering& gth = gatherings_[seq];  // arrive at the rank's own time
     gth.arrived++;
+    gth.last = std::max(gth.last, now(r));
     if (gth.arrived == P_) {
       gth.complete = true;
       for (int w : gth.waiting) wake(w);
@@ -568,26 +585,16 @@ class ReplayContext final : public P2PLayer {
     } else {
       gth.waiting.push_back(r);
       while (!gth.complete) {
-        serve_jobs(r);
+        housekeeping(r);
         if (gth.complete) break;
-        rs.blocked = true;
-        rs.waiting_for = nullptr;
-        rs.in_measured = kind;
-        --active_;
-        check_deadlock();
-        check_abort();
-        rs.sem->acquire();
-        if (rs.blocked) {  // a release left over from an interrupted sleep: count ourselves back
-          rs.blocked = false;
-          ++active_;
-        }
-        check_abort();
+        block(r, nullptr, kind);
       }
       rs.in_measured = nullptr;
     }
+    rs.lt = std::max(rs.lt, gth.last);  // everyone leaves when the last one arrived
     if (++gth.left == P_) gatherings_.erase(seq);
-    const double wait = now(r) - t0;  // everyone leaves when the last one arrived
-    rs.ahead += t;
+    const double wait = now(r) - t0;
+    rs.lt += t;
     if (stats_ && wait > 0) rs.wait_collective += wait;
     account(r, b.index, t0, Split{t, wait}, kind);
   }
@@ -604,39 +611,121 @@ class ReplayContext final : public P2PLayer {
   // Any SimGrid call (posting a transfer side, sleeping, releasing a semaphore) may let other ranks run
   // before it returns, so the queues are updated before such a call and never left half-done across one.
 
-  /** @brief Starts the data transfer of a send at the current time, from the rank `launcher` (its sender, or
-   *  its receiver for a rendezvous), then binds the receive matched to it meanwhile, if any. The transfer is
-   *  a SimGrid mailbox comm on a private mailbox: the launcher posts its side now, the partner posts the other
-   *  from its own host before it next blocks or while it sleeps (serve_jobs), at the same simulated time.
+  // ---- transport: posts as timestamped events, transfers started in the kernel, no sleeps ----
+  //
+  // A rank never sleeps: compute and overheads advance its own clock (RankState::lt), which runs ahead of the
+  // engine's. A send or receive it posts becomes an event at the rank's time; the events are processed in
+  // (time, posting order) by a SimGrid kernel timer, in maestro, where the matching is done and transfers are
+  // started. A transfer is a SimGrid mailbox comm on a private mailbox whose two sides were prepared by their
+  // own ranks (put_init by the sender when it posted, get_init from the receiver's stash of prepared sides),
+  // so starting it wakes nobody. A rank is scheduled only when it must block (a wait whose request is not
+  // complete, a measured collective) and to release the SimGrid handles of its finished transfers.
+
+  /** @brief Queues the post of `req` at its rank's time; the kernel timer processes it at that time. */
+  void schedule_post(const ReqPtr& req) {
+    req->post_time = ranks_[req->owner].lt;
+    ranks_[req->owner].pending++;
+    events_.push(Event{req->post_time, event_seq_++, req});
+    arm(req->post_time);
+  }
+
+  /** @brief Makes sure a kernel timer fires at `t` (or earlier). */
+  void arm(double t) {
+    if (t >= armed_) return;
+    armed_ = t;
+    simgrid::kernel::timer::Timer::set(t, [this, t] { on_timer(t); });
+  }
+
+  /** @brief Kernel timer (maestro): processes the posts due now, in time and posting order. */
+  void on_timer(double t) {
+    if (t == armed_) armed_ = INFINITY;
+    const double clock = sg4::Engine::get_clock();
+    while (!events_.empty() && events_.top().t <= clock) {
+      ReqPtr req = events_.top().req;
+      events_.pop();
+      ranks_[req->owner].pending--;
+      if (aborting_) continue;
+      try {
+        if (req->is_send) match_send(req);
+        else match_recv(req);
+      } catch (const std::exception& e) {
+        abort_run(e.what());
+      }
+      if (ranks_[req->owner].draining) poke(req->owner);
+    }
+    if (!events_.empty()) arm(events_.top().t);
+    progress();
+    check_deadlock();
+  }
+
+  /** @brief Matches a send at its post time against the receives its destination has posted. */
+  void match_send(const ReqPtr& req) {
+    RankState& ds = ranks_[req->peer];
+    auto it = std::find_if(ds.posted.begin(), ds.posted.end(), [&](const ReqPtr& q) { return matches(*q, *req); });
+    if (it != ds.posted.end()) {
+      req->matched_recv = *it;
+      ds.posted.erase(it);
+      launch(req);
+    } else {
+      ds.unexpected.push_back(req);
+      // Eager: the data leave now and wait at the receiver. Rendezvous: they leave when a receive matches.
+      // A rank that has finished its program receives nothing more: the message stays unmatched (reported).
+      if (req->eager && !ds.finished) launch(req);
+    }
+  }
+
+  /** @brief Matches a receive at its post time against the messages (or rendezvous sends) already there. */
+  void match_recv(const ReqPtr& req) {
+    RankState& rs = ranks_[req->owner];
+    auto it = std::find_if(rs.unexpected.begin(), rs.unexpected.end(), [&](const ReqPtr& q) { return matches(*req, *q); });
+    if (it != rs.unexpected.end()) {
+      ReqPtr send = *it;
+      rs.unexpected.erase(it);
+      send->matched_recv = req;
+      if (send->started) bind(*send, *req);
+      else launch(send);  // rendezvous: the receive starts the transfer
+    } else {
+      rs.posted.push_back(req);
+    }
+  }
+
+  /** @brief Starts the data transfer of a send now (maestro), then binds the receive matched to it, if any.
    *  (SimGrid's host-to-host comms are detached, and in SimGrid 3.32 the end of each detached comm scans a
-   *  list of all of them: quadratic at scale.) Nobody waits for the end: transfer_finished() reports it. */
-  void launch(const ReqPtr& send, int launcher) {
-    finished_.clear();  // SimGrid has run post() on their transfers since: releasing them is safe now
-    send->launching = true;
+   *  list of all of them: quadratic at scale; hence mailbox comms.) Nobody waits for the end:
+   *  transfer_finished() reports it. */
+  void launch(const ReqPtr& send) {
     send->match_time = sg4::Engine::get_clock();
     ++inflight_;
     send->box = acquire_box();
-    const bool launcher_sends = launcher == send->owner;
-    const int other = launcher_sends ? send->peer : send->owner;
-    ranks_[other].jobs.push_back(TransferJob{send, !launcher_sends});
-    poke(other);
-    auto& own = ranks_[launcher].handles;
-    own.emplace_back(post_side(send, launcher_sends), send);
-    if (own.size() > 64) retire(own);  // a rank that only sends (eager) and computes never waits
+    RankState& dst = ranks_[send->peer];
+    sg4::CommPtr get;
+    if (!dst.stash.empty()) {
+      get = std::move(dst.stash.back());
+      dst.stash.pop_back();
+    }
+    sg4::CommPtr put = std::move(send->comm);
+    put->set_mailbox(send->box);
+    put->start();
+    transfers_.try_emplace(put->get_impl(), send);
+    ranks_[send->owner].handles.emplace_back(std::move(put), send);
+    if (get) {
+      post_get(send, std::move(get));
+    } else {
+      // No side prepared by the receiver: it posts one itself before it next blocks, at this simulated time.
+      dst.stash_want = std::min<std::size_t>(dst.stash_want * 2, 64);
+      dst.jobs.push_back(send);
+      poke(send->peer);
+    }
     send->started = true;
-    send->launching = false;
-    wake(send->owner);
     if (send->matched_recv) bind(*send, *send->matched_recv);
   }
 
-  /** @brief Posts one side of a send's transfer on its mailbox from the calling actor. */
-  sg4::CommPtr post_side(const ReqPtr& send, bool put) {
-    sg4::CommPtr c = put ? send->box->put_async(send.get(), static_cast<std::uint64_t>(send->size))
-                         : send->box->get_async<void>(&send->landing);
-    const void* key = c->get_impl();
-    if (finished_early_.erase(key)) finish_transfer(key, *send);
-    else transfers_.try_emplace(key, send);
-    return c;
+  /** @brief Posts the receiving side of a send's transfer (its network action starts now). */
+  void post_get(const ReqPtr& send, sg4::CommPtr get) {
+    get->set_mailbox(send->box);
+    get->set_dst_data(&sink_, sizeof(void*));
+    get->start();
+    ranks_[send->peer].handles.emplace_back(std::move(get), send);
   }
 
   /** @brief Waits for (and so releases) the handles whose transfer is over; keeps the others. */
@@ -666,40 +755,38 @@ class ReplayContext final : public P2PLayer {
     recv.matched_peer = send.owner;
     recv.started = true;
     recv.done = send.done;  // an eager message may have arrived before its receive was posted
-    if (recv.done) wake(recv.owner);
+    if (recv.done) {
+      recv.done_time = send.done_time;
+      wake(recv.owner);
+    }
   }
 
   /** @brief A send's data arrived: the send (rendezvous) and its matched receive are complete. */
   void finish(Request& send) {
     send.done = true;
+    send.done_time = sg4::Engine::get_clock();
     --inflight_;
     free_boxes_.push_back(send.box);  // both sides were posted: the mailbox is empty again
     send.box = nullptr;
     wake(send.owner);
     if (send.matched_recv) {
       send.matched_recv->done = true;
+      send.matched_recv->done_time = send.done_time;
       wake(send.matched_recv->owner);
     }
-  }
-
-  void finish_transfer(const void* key, Request& send) {
-    transfers_.erase(key);
-    finish(send);
+    // Both ranks hold a handle of this transfer to release; a rank that finished its program waits for them.
+    if (ranks_[send.owner].draining) poke(send.owner);
+    if (ranks_[send.peer].draining) poke(send.peer);
   }
 
  public:
   /** @brief Called by SimGrid (maestro) when a network action changes state. */
   void transfer_finished(const void* key) {
     auto it = transfers_.find(key);
-    if (it == transfers_.end() || !it->second) {  // defensive: both sides register before time can advance
-      finished_early_.insert(key);
-      return;
-    }
-    ReqPtr send = it->second;
-    finish_transfer(key, *send);
-    // SimGrid's post() of this transfer, after the signal, writes the payload pointer into send->landing:
-    // keep the request alive until a rank runs again.
-    finished_.push_back(std::move(send));
+    if (it == transfers_.end()) return;  // not ours, or reported already
+    ReqPtr send = std::move(it->second);
+    transfers_.erase(it);
+    finish(*send);
     check_deadlock();  // an eager message nobody receives may have been the last thing running
   }
 
@@ -719,53 +806,65 @@ class ReplayContext final : public P2PLayer {
   ReqPtr post_send(int me, int dst, int tag, std::uint8_t ctx, double size, int block) {
     check_abort();
     RankState& rs = ranks_[me];
-    rs.ahead += m_.send_overhead_s;
+    rs.lt += m_.send_overhead_s;
     // Per-regime figures (0 unless the platform sets them), user messages only (collectives keep their
     // algorithm's costs): an eager message's copy c_e*m, a rendezvous message's handshake h, both paid by the
     // sender before the data leave, as the analytic model charges them (sim/model/model.cpp, send_extra).
     if (ctx == 0) {
-      if (size <= m_.eager_threshold_bytes) rs.ahead += m_.eager_per_byte_s * size;
-      else rs.ahead += m_.rendezvous_handshake_s;
+      if (size <= m_.eager_threshold_bytes) rs.lt += m_.eager_per_byte_s * size;
+      else rs.lt += m_.rendezvous_handshake_s;
     }
-    sync(me);  // the transfer starts at the rank's own time
-    check_abort();
     ReqPtr req = make_request(true, me, dst, tag, ctx, size, block);
     req->eager = size <= m_.eager_threshold_bytes;
+    req->comm = send_box_->put_init(req.get(), static_cast<std::uint64_t>(size));
     rs.times.messages_sent++;
     rs.times.bytes_sent += static_cast<std::uint64_t>(size);
-    RankState& ds = ranks_[dst];
-    auto it = std::find_if(ds.posted.begin(), ds.posted.end(), [&](const ReqPtr& q) { return matches(*q, *req); });
-    if (it != ds.posted.end()) {
-      req->matched_recv = *it;
-      ds.posted.erase(it);
-      launch(req, me);
-    } else {
-      ds.unexpected.push_back(req);
-      // Eager: the data leave now and wait at the receiver. Rendezvous: they leave when a receive matches.
-      // A rank that has finished its program receives nothing more: the message stays unmatched (reported).
-      if (req->eager && !ds.finished) launch(req, me);
-    }
+    ++messages_;
+    schedule_post(req);  // the transfer starts at the rank's own time
+    if (rs.handles.size() > 64) retire(rs.handles);  // a rank that only sends (eager) and computes never waits
     return req;
   }
 
   ReqPtr post_recv(int me, int src, int tag, std::uint8_t ctx, double size, int block) {
     check_abort();
-    sync(me);  // senders must not see this receive before the rank's own time
-    check_abort();
-    RankState& rs = ranks_[me];
     ReqPtr req = make_request(false, me, src, tag, ctx, size, block);
-    auto it = std::find_if(rs.unexpected.begin(), rs.unexpected.end(), [&](const ReqPtr& q) { return matches(*req, *q); });
-    if (it != rs.unexpected.end()) {
-      ReqPtr send = *it;
-      rs.unexpected.erase(it);
-      send->matched_recv = req;
-      if (send->started) bind(*send, *req);
-      else if (!send->launching) launch(send, me);  // rendezvous: the receive starts the transfer
-      // else: an eager launch is under way in the sender and will bind this receive when it returns
-    } else {
-      rs.posted.push_back(req);
-    }
+    schedule_post(req);  // senders see this receive at the rank's own time
+    fill_stash(me);
     return req;
+  }
+
+  /** @brief Prepares receiving sides (get_init needs the receiver's own actor) for transfers that start
+   *  while this rank is not running. */
+  void fill_stash(int r) {
+    RankState& rs = ranks_[r];
+    while (rs.stash.size() < rs.stash_want) rs.stash.push_back(stash_box_->get_init());
+  }
+
+  /** @brief Blocks the rank until woken (or until a release left over from earlier); its clock catches up
+   *  with the engine's. `q` (or the measured collective `in_measured`) is what it waits for, for deadlock
+   *  reports. Serves its transfer jobs and releases its finished handles first. */
+  void block(int me, const Request* q, const char* in_measured) {
+    RankState& rs = ranks_[me];
+    rs.blocked = true;
+    rs.waiting_for = q;
+    rs.in_measured = in_measured;
+    --active_;
+    check_deadlock();
+    check_abort();  // a deadlock found just now aborts this rank too
+    rs.sem->acquire();
+    if (rs.blocked) {  // a release left over from earlier, not a wake(): count ourselves back
+      rs.blocked = false;
+      ++active_;
+    }
+    rs.lt = std::max(rs.lt, sg4::Engine::get_clock());
+    check_abort();
+  }
+
+  /** @brief What a running rank does before it blocks: jobs, handles, prepared sides (all may let others run). */
+  void housekeeping(int me) {
+    serve_jobs(me);
+    retire(ranks_[me].handles);
+    fill_stash(me);
   }
 
   /** @brief Blocks the rank until the request completes; returns the time split. */
@@ -774,25 +873,13 @@ class ReplayContext final : public P2PLayer {
     const double t0 = now(me);
     while (!(req->done || (req->is_send && req->eager))) {  // an eager send is complete once posted
       check_abort();
-      sync(me);  // block from the rank's own time (the request may complete meanwhile)
+      housekeeping(me);
       if (req->done) break;
-      serve_jobs(me);
-      if (req->done) break;
-      rs.blocked = true;
-      rs.waiting_for = req.get();
-      --active_;
-      check_deadlock();
-      check_abort();  // a deadlock found just now aborts this rank too
-      rs.sem->acquire();
-      if (rs.blocked) {  // a release left over from an interrupted sleep, not a wake(): count ourselves back
-        rs.blocked = false;
-        ++active_;
-      }
-      check_abort();
+      block(me, req.get(), nullptr);
     }
     rs.waiting_for = nullptr;
-    retire(rs.handles);
-    if (!req->is_send) rs.ahead += m_.recv_overhead_s + m_.per_message_overhead_s;
+    if (req->done) rs.lt = std::max(rs.lt, req->done_time);
+    if (!req->is_send) rs.lt += m_.recv_overhead_s + m_.per_message_overhead_s;
     const double t1 = now(me);
     Split s;
     s.wait = std::clamp(req->match_time - t0, 0.0, t1 - t0);
@@ -807,55 +894,88 @@ class ReplayContext final : public P2PLayer {
     return s;
   }
 
-  /** @brief Rank r has a transfer side to post: interrupt its sleep or its wait (a running rank serves its
-   *  jobs before it next blocks, at the same simulated time). */
+  /** @brief Rank r has something to do at the current simulated time (a job, or a handle to release after
+   *  its program ended): wake it if it waits. A running rank does it before it next blocks. */
   void poke(int r) {
     RankState& rs = ranks_[r];
-    if (rs.sleeping) {
-      rs.sleeping = false;
-      rs.sem->release();
+    if (rs.draining && !rs.blocked) {
+      if (!rs.poked) {
+        rs.poked = true;
+        rs.sem->release();
+      }
     } else {
       wake(r);
     }
   }
 
-  /** @brief Posts the transfer sides partners started for this rank, from its host. */
+  /** @brief Posts the receiving sides of the transfers partners started while this rank had none prepared. */
   void serve_jobs(int r) {
     RankState& rs = ranks_[r];
     while (!rs.jobs.empty()) {
-      std::vector<TransferJob> jobs;
+      std::vector<ReqPtr> jobs;
       jobs.swap(rs.jobs);
-      for (TransferJob& job : jobs) rs.handles.emplace_back(post_side(job.send, job.put), job.send);
+      for (ReqPtr& send : jobs) post_get(send, stash_box_->get_init());
     }
   }
 
-  /** @brief The rank's own time: the engine's clock plus the local work it has not slept yet. */
-  double now(int r) const { return sg4::Engine::get_clock() + ranks_[r].ahead; }
+  /** @brief The rank's own time: the engine's clock plus the local work done since (never behind the clock). */
+  double now(int r) const { return ranks_[r].lt; }
 
-  /** @brief Sleeps the local work accumulated since the rank last interacted (one sleep for a run of
-   *  compute blocks and overheads). */
-  void sync(int r) {
-    const double a = ranks_[r].ahead;
-    ranks_[r].ahead = 0;
-    sleep_serving(r, a);
-  }
-
-  /** @brief Sleeps `seconds` of simulated time, interrupted (at no cost in simulated time) to serve jobs. */
-  void sleep_serving(int r, double seconds) {
-    if (!(seconds > 0)) return;
+  /** @brief After its program: the rank's posts must be processed and its transfers released before its actor
+   *  ends (SimGrid cancels an exiting actor's comms). */
+  void drain(int r) {
     RankState& rs = ranks_[r];
-    const double end = sg4::Engine::get_clock() + seconds;
+    rs.draining = true;
     for (;;) {
       serve_jobs(r);
-      const double left = end - sg4::Engine::get_clock();
-      if (left <= 0) return;
-      rs.sleeping = true;
-      const bool timed_out = rs.sem->acquire_timeout(left);
-      rs.sleeping = false;
-      if (timed_out) return;
+      retire(rs.handles);
+      if (aborting_ || (rs.pending == 0 && rs.handles.empty() && rs.jobs.empty())) break;
+      rs.poked = false;
+      rs.sem->acquire();
     }
+    rs.draining = false;
   }
 
+  /** @brief On a terminal, every second or so: simulated time, messages, messages per second (maestro). Also
+   *  where Ctrl-C is noticed: the run stops as if it failed, so no result is written. */
+  void progress() {
+    if (++progress_calls_ % 1024 != 0) return;
+    if (interrupted()) {
+      abort_run("interrupted (Ctrl-C): no result written");
+      return;
+    }
+    if (!progress_) return;
+    const auto t = std::chrono::steady_clock::now();
+    const double since = std::chrono::duration<double>(t - progress_last_).count();
+    if (since < 1.0) return;
+    progress_last_ = t;
+    const double wall = std::chrono::duration<double>(t - progress_start_).count();
+    std::fprintf(stderr, "\rmksim: simulated %.6g s, %llu messages", sg4::Engine::get_clock(),
+                 static_cast<unsigned long long>(messages_));
+    if (expected_messages_ > 0)
+      std::fprintf(stderr, " of ~%.3g (%.0f%%)", expected_messages_, 100.0 * static_cast<double>(messages_) / expected_messages_);
+    std::fprintf(stderr, ", %.0f messages/s, %.0f s", static_cast<double>(messages_) / wall, wall);
+    if (expected_messages_ > static_cast<double>(messages_) && messages_ > 0)
+      std::fprintf(stderr, ", ~%.0f s left", wall * (expected_messages_ - static_cast<double>(messages_)) / static_cast<double>(messages_));
+    std::fprintf(stderr, "   ");
+    std::fflush(stderr);
+    progress_shown_ = true;
+  }
+
+ public:
+  /** @brief Shows progress on stderr (a terminal) with `expected` messages in all (0: unknown). */
+  void enable_progress(double expected) {
+    progress_ = true;
+    expected_messages_ = expected;
+    progress_start_ = progress_last_ = std::chrono::steady_clock::now();
+  }
+  /** @brief Ends the progress line, if one was shown. */
+  void end_progress() {
+    if (progress_shown_) std::fprintf(stderr, "\n");
+    progress_shown_ = false;
+  }
+
+ private:
   void wake(int r) {
     RankState& rs = ranks_[r];
     if (rs.blocked) {
@@ -867,7 +987,7 @@ class ReplayContext final : public P2PLayer {
 
   /** @brief No rank can make progress when every unfinished rank waits for a partner. */
   void check_deadlock() {
-    if (active_ > 0 || inflight_ > 0 || aborting_) return;
+    if (active_ > 0 || inflight_ > 0 || aborting_ || !events_.empty()) return;
     std::vector<int> blocked;
     for (int r = 0; r < P_; ++r)
       if (!ranks_[r].finished && ranks_[r].blocked) blocked.push_back(r);
@@ -903,7 +1023,7 @@ class ReplayContext final : public P2PLayer {
     if (error_.empty()) error_ = why;
     if (aborting_) return;
     aborting_ = true;
-    for (int r = 0; r < P_; ++r) wake(r);
+    for (int r = 0; r < P_; ++r) poke(r);
   }
 
   // ---- accounting ----
@@ -961,6 +1081,7 @@ class ReplayContext final : public P2PLayer {
   struct Gathering {
     int arrived = 0, left = 0;
     bool complete = false;
+    double last = 0;  // the latest arrival time
     std::vector<int> waiting;
   };
 
@@ -995,8 +1116,17 @@ class ReplayContext final : public P2PLayer {
   int active_ = 0;     // ranks neither finished nor blocked on their semaphore
   long inflight_ = 0;  // transfers started and not finished
   std::unordered_map<const void*, ReqPtr> transfers_;  // SimGrid comm impl -> its send
-  std::unordered_set<const void*> finished_early_;
-  std::vector<ReqPtr> finished_;  // finished sends SimGrid still writes into (landing) this engine step
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;  // posts waiting for their time
+  std::uint64_t event_seq_ = 0;
+  double armed_ = INFINITY;           // earliest time a kernel timer is set for
+  void* sink_ = nullptr;              // where SimGrid "copies" payload pointers (never read)
+  sg4::Mailbox* send_box_ = sg4::Mailbox::by_name("mksim-unposted-send");  // placeholder of prepared sides
+  sg4::Mailbox* stash_box_ = sg4::Mailbox::by_name("mksim-unposted-recv");
+  std::uint64_t messages_ = 0;        // sends posted so far (progress)
+  std::uint64_t progress_calls_ = 0;
+  bool progress_ = false, progress_shown_ = false;
+  double expected_messages_ = 0;
+  std::chrono::steady_clock::time_point progress_start_, progress_last_;
   std::vector<sg4::Mailbox*> free_boxes_;
   long boxes_created_ = 0;
   bool aborting_ = false;
@@ -1109,7 +1239,16 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
       });
   for (int r = 0; r < opt.P; ++r)
     sg4::Actor::create("rank-" + std::to_string(r), hosts[r], [&ctx, r] { ctx.run_rank(r); });
+  // On a terminal, show progress; Ctrl-C stops the run (it fails: no result is written).
+  if (opt.warnings && isatty(STDERR_FILENO)) ctx.enable_progress(0);
+  g_interrupted = 0;
+  struct sigaction on_int = {}, previous = {};
+  on_int.sa_handler = on_sigint;
+  sigemptyset(&on_int.sa_mask);
+  sigaction(SIGINT, &on_int, &previous);
   engine.run();
+  sigaction(SIGINT, &previous, nullptr);
+  ctx.end_progress();
 
   if (ctx.deadlocked()) throw DeadlockError(sk.file + ": " + ctx.error());
   if (!ctx.error().empty()) throw ReplayError(ctx.error());
