@@ -3,7 +3,7 @@
 set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config
-  libsimgrid-dev
+  libsimgrid-dev libjemalloc-dev
   libhdf5-dev hdf5-tools
   libboost-program-options-dev
   libgtest-dev googletest

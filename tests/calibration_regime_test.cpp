@@ -7,6 +7,7 @@
 #include "sim/cli/calib_cli.hpp"
 #include "skeletons/skeleton_io.hpp"
 
+#include <iomanip>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -170,7 +171,7 @@ TEST(RegimeFigures, T3ETable2FittedAndReproduced) {
 
 // Platforms without mksim.eager_per_byte_s / mksim.rendezvous_handshake_s predict exactly as before they existed:
 // the values below were computed by the code at git HEAD before this change (the same model and replay calls
-// built from the committed sources), printed with %.17g; equality is exact.
+// built from the committed sources), printed with %.17g; equality is exact (replay: to 1e-12, see below).
 TEST(RegimeFigures, PlatformsWithoutThemPredictAsBefore) {
   struct Case {
     const char* platform;
@@ -196,6 +197,8 @@ TEST(RegimeFigures, PlatformsWithoutThemPredictAsBefore) {
     const auto rows = calibration::validate_platform(SRC + "/platforms/" + c.platform + ".xml", sk, runs);
     ASSERT_EQ(rows.size(), 1u);
     EXPECT_EQ(rows[0].model_s, c.model_s) << c.platform << " " << c.skeleton;
-    EXPECT_EQ(rows[0].replay_s, c.replay_s) << c.platform << " " << c.skeleton;
+    // Replay: the same to the last bits or nearly. Since the engine keeps each rank's clock itself (issue 20:
+    // lt += work rather than the engine's clock + local work) sums round differently: 1e-16 relative seen.
+    EXPECT_NEAR(rows[0].replay_s, c.replay_s, 1e-12 * c.replay_s) << std::setprecision(17) << rows[0].replay_s << " " << c.platform << " " << c.skeleton;
   }
 }

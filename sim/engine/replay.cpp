@@ -69,7 +69,7 @@ struct Request {
   double post_time = 0;  // the owner's time when it posted the request
   double done_time = 0;  // when the transfer finished (done)
   sg4::Mailbox* box = nullptr;  // private mailbox of this transfer (from a pool), while it runs
-  sg4::CommPtr comm;            // for sends, until launched: the sending side, prepared by the sender's actor
+  sg4::CommPtr put, get;        // for sends: both sides of the transfer, prepared by the sender's actor
   std::shared_ptr<Request> matched_recv;  // for sends: the receive that matched it
 };
 using ReqPtr = std::shared_ptr<Request>;
@@ -108,11 +108,8 @@ struct RankState {
   bool finished = false;
   int coll_seq = 0;
   results::RankTimes times;
-  // SimGrid comm handles this rank's actor posted, kept until their transfer is done and waited for.
-  std::vector<std::pair<sg4::CommPtr, ReqPtr>> handles;
-  std::vector<ReqPtr> jobs;       // receiving sides to post from this rank's host, served before it blocks
-  std::vector<sg4::CommPtr> stash;  // receiving sides prepared by this rank's actor, for transfers to it
-  std::size_t stash_want = 2;     // how many to keep prepared (doubles when a transfer found none)
+  // Sends of this rank whose transfer started, kept until it is done and its handles released (one wait).
+  std::vector<ReqPtr> handles;
   long pending = 0;               // posts of this rank not yet processed (their time not reached)
   bool draining = false;          // the program ended; releasing the last transfers
   bool poked = false;             // released while draining
@@ -216,7 +213,6 @@ class ReplayContext final : public P2PLayer {
   void run_rank(int r) {
     RankState& rs = ranks_[r];
     try {
-      fill_stash(r);
       int g = select_group(sk_, rs.frame);
       if (g < 0) throw ReplayError("no rank group matches rank " + std::to_string(r));
       run_body(r, sk_.groups[g].body);
@@ -237,9 +233,16 @@ class ReplayContext final : public P2PLayer {
     // Transfers this actor takes part in must end before it does (SimGrid cancels an exiting actor's comms);
     // this happens after finish_s, as MPI_Finalize would.
     drain(r);
+    // After an abort some transfers still run: their handles go when the simulation is over (SimGrid
+    // complains about a running comm's handle dropped).
+    for (auto& q : rs.handles) graveyard_.push_back(std::move(q));
     rs.handles.clear();
-    rs.stash.clear();
     rs.completed = true;
+  }
+
+  void set_actor(int r, sg4::ActorPtr a) {
+    if (actors_.empty()) actors_.resize(P_);
+    actors_[r] = std::move(a);
   }
 
   /** @brief Ranks whose actor did not reach its end (SimGrid killed it), as "0, 5, ..."; "" when none. */
@@ -616,10 +619,12 @@ class ReplayContext final : public P2PLayer {
   // A rank never sleeps: compute and overheads advance its own clock (RankState::lt), which runs ahead of the
   // engine's. A send or receive it posts becomes an event at the rank's time; the events are processed in
   // (time, posting order) by a SimGrid kernel timer, in maestro, where the matching is done and transfers are
-  // started. A transfer is a SimGrid mailbox comm on a private mailbox whose two sides were prepared by their
-  // own ranks (put_init by the sender when it posted, get_init from the receiver's stash of prepared sides),
-  // so starting it wakes nobody. A rank is scheduled only when it must block (a wait whose request is not
-  // complete, a measured collective) and to release the SimGrid handles of its finished transfers.
+  // started, waking nobody. A transfer is a SimGrid mailbox comm whose sides the sender's actor prepared when
+  // it posted (put_init, get_init): the put goes to a private mailbox whose permanent receiver is the
+  // destination's actor, so SimGrid starts the transfer to the destination's host at once; the get, the
+  // sender's too, takes it out of the mailbox again, so that the sender alone holds the comm and releases it
+  // with one wait once it is over. A rank is scheduled only when it must block (a wait whose request is not
+  // complete, a measured collective) and to release its finished transfers.
 
   /** @brief Queues the post of `req` at its rank's time; the kernel timer processes it at that time. */
   void schedule_post(const ReqPtr& req) {
@@ -697,43 +702,29 @@ class ReplayContext final : public P2PLayer {
     send->match_time = sg4::Engine::get_clock();
     ++inflight_;
     send->box = acquire_box();
-    RankState& dst = ranks_[send->peer];
-    sg4::CommPtr get;
-    if (!dst.stash.empty()) {
-      get = std::move(dst.stash.back());
-      dst.stash.pop_back();
-    }
-    sg4::CommPtr put = std::move(send->comm);
-    put->set_mailbox(send->box);
-    put->start();
-    transfers_.try_emplace(put->get_impl(), send);
-    ranks_[send->owner].handles.emplace_back(std::move(put), send);
-    if (get) {
-      post_get(send, std::move(get));
-    } else {
-      // No side prepared by the receiver: it posts one itself before it next blocks, at this simulated time.
-      dst.stash_want = std::min<std::size_t>(dst.stash_want * 2, 64);
-      dst.jobs.push_back(send);
-      poke(send->peer);
-    }
+    send->box->set_receiver(actors_[send->peer]);  // the transfer goes to the destination's host
+    send->put->set_mailbox(send->box);
+    send->put->start();  // the network action starts now
+    transfers_.try_emplace(send->put->get_impl(), send);
+    send->get->set_mailbox(send->box);
+    send->get->set_dst_data(&sink_, sizeof(void*));
+    send->get->start();  // takes the comm out of the mailbox for the sender (it does not stop the transfer)
+    ranks_[send->owner].handles.push_back(send);
     send->started = true;
     if (send->matched_recv) bind(*send, *send->matched_recv);
   }
 
-  /** @brief Posts the receiving side of a send's transfer (its network action starts now). */
-  void post_get(const ReqPtr& send, sg4::CommPtr get) {
-    get->set_mailbox(send->box);
-    get->set_dst_data(&sink_, sizeof(void*));
-    get->start();
-    ranks_[send->peer].handles.emplace_back(std::move(get), send);
-  }
-
-  /** @brief Waits for (and so releases) the handles whose transfer is over; keeps the others. */
-  static void retire(std::vector<std::pair<sg4::CommPtr, ReqPtr>>& handles) {
+  /** @brief Waits for (and so releases) the transfers of this rank that are over; keeps the others. */
+  static void retire(std::vector<ReqPtr>& handles) {
     std::size_t kept = 0;
-    for (auto& h : handles) {
-      if (h.second->done) h.first->wait();  // returns at once; drops the comm from this actor's list
-      else handles[kept++] = std::move(h);
+    for (auto& q : handles) {
+      if (q->done) {
+        q->get->wait();  // returns at once; drops the comm from this actor's list
+        q->get = nullptr;
+        q->put = nullptr;
+      } else {
+        handles[kept++] = std::move(q);
+      }
     }
     handles.resize(kept);
   }
@@ -774,9 +765,8 @@ class ReplayContext final : public P2PLayer {
       send.matched_recv->done_time = send.done_time;
       wake(send.matched_recv->owner);
     }
-    // Both ranks hold a handle of this transfer to release; a rank that finished its program waits for them.
+    // The sender releases the transfer; if its program has ended, it waits for that.
     if (ranks_[send.owner].draining) poke(send.owner);
-    if (ranks_[send.peer].draining) poke(send.peer);
   }
 
  public:
@@ -816,7 +806,8 @@ class ReplayContext final : public P2PLayer {
     }
     ReqPtr req = make_request(true, me, dst, tag, ctx, size, block);
     req->eager = size <= m_.eager_threshold_bytes;
-    req->comm = send_box_->put_init(req.get(), static_cast<std::uint64_t>(size));
+    req->put = send_box_->put_init(req.get(), static_cast<std::uint64_t>(size));
+    req->get = send_box_->get_init();
     rs.times.messages_sent++;
     rs.times.bytes_sent += static_cast<std::uint64_t>(size);
     ++messages_;
@@ -829,20 +820,12 @@ class ReplayContext final : public P2PLayer {
     check_abort();
     ReqPtr req = make_request(false, me, src, tag, ctx, size, block);
     schedule_post(req);  // senders see this receive at the rank's own time
-    fill_stash(me);
     return req;
-  }
-
-  /** @brief Prepares receiving sides (get_init needs the receiver's own actor) for transfers that start
-   *  while this rank is not running. */
-  void fill_stash(int r) {
-    RankState& rs = ranks_[r];
-    while (rs.stash.size() < rs.stash_want) rs.stash.push_back(stash_box_->get_init());
   }
 
   /** @brief Blocks the rank until woken (or until a release left over from earlier); its clock catches up
    *  with the engine's. `q` (or the measured collective `in_measured`) is what it waits for, for deadlock
-   *  reports. Serves its transfer jobs and releases its finished handles first. */
+   *  reports. */
   void block(int me, const Request* q, const char* in_measured) {
     RankState& rs = ranks_[me];
     rs.blocked = true;
@@ -860,12 +843,8 @@ class ReplayContext final : public P2PLayer {
     check_abort();
   }
 
-  /** @brief What a running rank does before it blocks: jobs, handles, prepared sides (all may let others run). */
-  void housekeeping(int me) {
-    serve_jobs(me);
-    retire(ranks_[me].handles);
-    fill_stash(me);
-  }
+  /** @brief What a running rank does before it blocks: release its finished transfers (may let others run). */
+  void housekeeping(int me) { retire(ranks_[me].handles); }
 
   /** @brief Blocks the rank until the request completes; returns the time split. */
   Split wait_req(int me, const ReqPtr& req) {
@@ -894,8 +873,8 @@ class ReplayContext final : public P2PLayer {
     return s;
   }
 
-  /** @brief Rank r has something to do at the current simulated time (a job, or a handle to release after
-   *  its program ended): wake it if it waits. A running rank does it before it next blocks. */
+  /** @brief Rank r has something to do at the current simulated time (a transfer to release after its
+   *  program ended): wake it if it waits. A running rank does it before it next blocks. */
   void poke(int r) {
     RankState& rs = ranks_[r];
     if (rs.draining && !rs.blocked) {
@@ -908,16 +887,6 @@ class ReplayContext final : public P2PLayer {
     }
   }
 
-  /** @brief Posts the receiving sides of the transfers partners started while this rank had none prepared. */
-  void serve_jobs(int r) {
-    RankState& rs = ranks_[r];
-    while (!rs.jobs.empty()) {
-      std::vector<ReqPtr> jobs;
-      jobs.swap(rs.jobs);
-      for (ReqPtr& send : jobs) post_get(send, stash_box_->get_init());
-    }
-  }
-
   /** @brief The rank's own time: the engine's clock plus the local work done since (never behind the clock). */
   double now(int r) const { return ranks_[r].lt; }
 
@@ -927,9 +896,8 @@ class ReplayContext final : public P2PLayer {
     RankState& rs = ranks_[r];
     rs.draining = true;
     for (;;) {
-      serve_jobs(r);
       retire(rs.handles);
-      if (aborting_ || (rs.pending == 0 && rs.handles.empty() && rs.jobs.empty())) break;
+      if (aborting_ || (rs.pending == 0 && rs.handles.empty())) break;
       rs.poked = false;
       rs.sem->acquire();
     }
@@ -1121,8 +1089,9 @@ class ReplayContext final : public P2PLayer {
   double armed_ = INFINITY;           // earliest time a kernel timer is set for
   void* sink_ = nullptr;              // where SimGrid "copies" payload pointers (never read)
   sg4::Mailbox* send_box_ = sg4::Mailbox::by_name("mksim-unposted-send");  // placeholder of prepared sides
-  sg4::Mailbox* stash_box_ = sg4::Mailbox::by_name("mksim-unposted-recv");
   std::uint64_t messages_ = 0;        // sends posted so far (progress)
+  std::vector<ReqPtr> graveyard_;     // sends still running when their rank ended (abort): their handles
+  std::vector<sg4::ActorPtr> actors_; // rank -> its actor (the receiver of its transfers)
   std::uint64_t progress_calls_ = 0;
   bool progress_ = false, progress_shown_ = false;
   double expected_messages_ = 0;
@@ -1165,6 +1134,57 @@ std::string config_value(const std::string& key) {
   for (const char* k : ints)
     if (key == k) return std::to_string(cfg::get_value<int>(key));
   return "";
+}
+
+/** @brief Messages one rank sends in `body` as far as a walk without simulating tells (for progress only):
+ *  loops multiply (their variable at 0), conditions are evaluated, probabilities weigh both sides, and
+ *  collectives count their algorithms' messages per rank. Anything unevaluable counts 0. */
+double messages_in(const Body& body, std::vector<double>& frame, int P) {
+  const double lg = std::ceil(std::log2(std::max(P, 2)));
+  double n = 0;
+  for (const Block& b : body) {
+    try {
+      if (const auto* l = std::get_if<Loop>(&b.op)) {
+        const double c = l->count.eval(frame);
+        if (l->var_slot >= 0) frame[l->var_slot] = 0;
+        if (c > 0 && std::isfinite(c)) n += std::floor(c) * messages_in(l->body, frame, P);
+      } else if (const auto* br = std::get_if<Branch>(&b.op)) {
+        if (br->condition) {
+          n += messages_in(br->condition->eval(frame) != 0 ? br->then_body : br->else_body, frame, P);
+        } else {
+          const double p = std::clamp(br->probability.eval(frame), 0.0, 1.0);
+          n += p * messages_in(br->then_body, frame, P) + (1 - p) * messages_in(br->else_body, frame, P);
+        }
+      } else if (const auto* r = std::get_if<Region>(&b.op)) {
+        n += messages_in(r->body, frame, P);
+      } else if (const auto* p2p = std::get_if<P2P>(&b.op)) {
+        n += (p2p->kind == P2PKind::SEND || p2p->kind == P2PKind::ISEND) ? 1 : 0;
+      } else if (const auto* c = std::get_if<Collective>(&b.op)) {
+        switch (c->kind) {
+          case CollectiveKind::BARRIER: case CollectiveKind::ALLREDUCE: case CollectiveKind::ALLGATHER: n += lg; break;
+          case CollectiveKind::ALLTOALL: n += P - 1; break;
+          default: n += 1.0 - 1.0 / P; break;  // trees: P - 1 messages in all
+        }
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  return n;
+}
+
+/** @brief The skeleton's expected message count at P (every rank up to 4,096, a stride sample beyond). */
+double expected_messages(const Skeleton& sk, const std::vector<double>& base_frame, int P) {
+  const int samples = std::min(P, 4096);
+  double total = 0;
+  std::vector<double> frame;
+  for (int i = 0; i < samples; ++i) {
+    const int r = samples == P ? i : static_cast<int>(static_cast<long long>(i) * (P - 1) / (samples - 1));
+    frame = base_frame;
+    bind_rank(sk, frame, r);
+    const int g = select_group(sk, frame);
+    if (g >= 0) total += messages_in(sk.groups[g].body, frame, P);
+  }
+  return total * P / samples;
 }
 
 /** @brief The kernel's limit on memory mappings per process (Linux), or its usual default. */
@@ -1238,9 +1258,9 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
           ctx.transfer_finished(action.get_activity());
       });
   for (int r = 0; r < opt.P; ++r)
-    sg4::Actor::create("rank-" + std::to_string(r), hosts[r], [&ctx, r] { ctx.run_rank(r); });
+    ctx.set_actor(r, sg4::Actor::create("rank-" + std::to_string(r), hosts[r], [&ctx, r] { ctx.run_rank(r); }));
   // On a terminal, show progress; Ctrl-C stops the run (it fails: no result is written).
-  if (opt.warnings && isatty(STDERR_FILENO)) ctx.enable_progress(0);
+  if (opt.warnings && isatty(STDERR_FILENO)) ctx.enable_progress(expected_messages(sk, frame, opt.P));
   g_interrupted = 0;
   struct sigaction on_int = {}, previous = {};
   on_int.sa_handler = on_sigint;
