@@ -32,8 +32,11 @@ SMPI_REPLAY_BIN = "/usr/lib/x86_64-linux-gnu/simgrid/smpireplaymain"
 # As sim/engine/replay.cpp default_simgrid_config(): CM02 takes the platform's latency and bandwidth as written.
 COMMON_CFG = ["network/model:CM02", "network/crosstraffic:0", "network/latency-factor:1",
               "network/bandwidth-factor:1", "network/weight-S:0", "network/TCP-gamma:0"]
-FIELDS = ["P", "platform", "machine", "tool", "status", "wall_s", "messages", "msgs_per_s", "peak_rss_mib",
-          "sim_time_s", "sim_ratio_mksim_over_smpi", "speedup_mksim_vs_smpi", "engine_s", "prep_s", "note"]
+FIELDS = ["P", "platform", "machine", "N", "tool", "status", "wall_s", "cpu_s", "messages", "msgs_per_s", "peak_rss_mib",
+          "sim_time_s", "sim_ratio_mksim_over_smpi", "speedup_mksim_vs_smpi", "speedup_vs_old", "sim_rel_diff_vs_old",
+          "engine_s", "prep_s", "note"]
+# The engine before issue 20 ("Replay 10x faster"), built side by side from git (see bench/README.md).
+OLD_COMMIT = "ea1807b"
 
 
 def log(msg):
@@ -50,7 +53,7 @@ def run_measured(cmd, timeout, cwd=None):
 
     Returns (rc, wall_s, peak_rss_mib or None, stdout, stderr, timed_out)."""
     marker = "@@maxrss_kib="
-    full = (["/usr/bin/time", "-f", marker + "%M"] + cmd) if have_gnu_time() else cmd
+    full = (["/usr/bin/time", "-f", marker + "%M %U %S"] + cmd) if have_gnu_time() else cmd
     t0 = time.monotonic()
     p = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, text=True,
                          start_new_session=True)
@@ -63,10 +66,13 @@ def run_measured(cmd, timeout, cwd=None):
         out, err = p.communicate()
     wall = time.monotonic() - t0
     rss = None
-    m = re.findall(re.escape(marker) + r"(\d+)", err)
+    m = re.findall(re.escape(marker) + r"(\d+) (\S+) (\S+)", err)
     if m:
-        rss = int(m[-1]) / 1024.0
-        err = err.replace(marker + m[-1], "")
+        rss = int(m[-1][0]) / 1024.0
+        run_measured.cpu_s = float(m[-1][1]) + float(m[-1][2])  # user + system of the child (and its descendants)
+        err = err.replace(marker + " ".join(m[-1]), "")
+    else:
+        run_measured.cpu_s = None
     return p.returncode, wall, rss, out, err, timed_out
 
 
@@ -88,13 +94,13 @@ def gen_platform(mksim, machine, P, path):
         raise SystemExit("mksim platform failed: " + r.stdout)
 
 
-def run_mksim(a, plat, P, timeout):
-    cmd = [a.mksim, "--platform", plat, "--P", str(P), "--skeleton", a.skeleton,
+def run_mksim(a, plat, P, timeout, binary=None, tool="mksim"):
+    cmd = [binary or a.mksim, "--platform", plat, "--P", str(P), "--skeleton", a.skeleton,
            "--param", "steps=%d" % a.steps, "--param", "N=%d" % a.N]
     for c in a.cfg:
         cmd += ["--cfg", c]
     rc, wall, rss, out, err, to = run_measured(cmd, timeout)
-    row = {"tool": "mksim", "wall_s": wall, "peak_rss_mib": rss, "prep_s": 0.0}
+    row = {"tool": tool, "wall_s": wall, "cpu_s": run_measured.cpu_s, "peak_rss_mib": rss, "prep_s": 0.0}
     if to:
         row.update(status="timeout", note="stopped after %d s" % timeout)
         return row
@@ -141,7 +147,7 @@ def run_smpi(a, plat, props, P, timeout, workdir):
     cmd += ["--log=root.thresh:warning", "--log=smpi_utils.thresh:info", "--log=xbt_cfg.thresh:warning"]
     rc, wall, rss, out, err, to = run_measured(cmd, timeout, cwd=workdir)
     shutil.rmtree(tdir, ignore_errors=True)
-    row.update(wall_s=wall, peak_rss_mib=rss)
+    row.update(wall_s=wall, cpu_s=run_measured.cpu_s, peak_rss_mib=rss)
     if to:
         row.update(status="timeout", note="stopped after %d s" % timeout)
         return row
@@ -166,18 +172,22 @@ def fmt(v, spec):
 
 
 def print_table(rows):
-    hdr = "%7s %-8s %-12s %-10s %9s %10s %11s %9s %13s %8s %8s" % (
-        "P", "platform", "tool", "status", "wall_s", "messages", "msgs/s", "RSS_MiB", "sim_time_s", "ratio", "speedup")
+    hdr = "%7s %-8s %-12s %-10s %9s %8s %10s %10s %9s %13s %8s %7s %7s %9s" % (
+        "P", "platform", "tool", "status", "wall_s", "cpu_s", "messages", "msgs/s", "RSS_MiB", "sim_time_s", "ratio",
+        "vs_smpi", "vs_old", "sim_d_old")
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
-        print("%7d %-8s %-12s %-10s %9s %10s %11s %9s %13s %8s %8s" % (
-            r["P"], r["platform"], r["tool"], r.get("status", "")[:10], fmt(r.get("wall_s"), ".2f"),
-            fmt(r.get("messages"), "d"), fmt(r.get("msgs_per_s"), ".0f"), fmt(r.get("peak_rss_mib"), ".1f"),
-            fmt(r.get("sim_time_s"), ".6g"), fmt(r.get("sim_ratio_mksim_over_smpi"), ".5f"),
-            fmt(r.get("speedup_mksim_vs_smpi"), ".1f")))
-    print("ratio = mksim simulated time / SMPI simulated time; speedup = SMPI wall / mksim wall (both whole-process,"
-          " trace generation for SMPI not included).")
+        print("%7d %-8s %-12s %-10s %9s %8s %10s %10s %9s %13s %8s %7s %7s %9s" % (
+            r["P"], r["platform"], r["tool"], (r.get("status") or "")[:10], fmt(r.get("wall_s"), ".2f"),
+            fmt(r.get("cpu_s"), ".2f"), fmt(r.get("messages"), "d"), fmt(r.get("msgs_per_s"), ".0f"),
+            fmt(r.get("peak_rss_mib"), ".1f"), fmt(r.get("sim_time_s"), ".6g"),
+            fmt(r.get("sim_ratio_mksim_over_smpi"), ".5f"), fmt(r.get("speedup_mksim_vs_smpi"), ".1f"),
+            fmt(r.get("speedup_vs_old"), ".1f"), fmt(r.get("sim_rel_diff_vs_old"), ".1e")))
+    print("ratio = mksim simulated time / SMPI simulated time; vs_smpi = SMPI wall / mksim wall; vs_old = wall of the\n"
+          "engine before issue 20 (mksim-old, commit %s) / mksim wall; sim_d_old = (mksim - mksim-old) / mksim-old\n"
+          "simulated time. Walls are whole-process (trace generation for SMPI not included); msgs/s = messages / wall."
+          % OLD_COMMIT)
 
 
 def merge(a):
@@ -185,10 +195,10 @@ def merge(a):
     for path in a.merge.split(","):
         with open(path, newline="") as f:
             for r in csv.DictReader(f):
-                for k in ("P", "messages"):
+                for k in ("P", "N", "messages"):
                     r[k] = int(r[k]) if r.get(k) else None
-                for k in ("wall_s", "msgs_per_s", "peak_rss_mib", "sim_time_s", "sim_ratio_mksim_over_smpi",
-                          "speedup_mksim_vs_smpi", "engine_s", "prep_s"):
+                for k in ("wall_s", "cpu_s", "msgs_per_s", "peak_rss_mib", "sim_time_s", "sim_ratio_mksim_over_smpi",
+                          "speedup_mksim_vs_smpi", "speedup_vs_old", "sim_rel_diff_vs_old", "engine_s", "prep_s"):
                     r[k] = float(r[k]) if r.get(k) else None
                 rows.append(r)
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
@@ -205,10 +215,13 @@ def report(a, rows, notes):
     print("ATM2D N=%d steps=%d; mesh = paragon preset, torus = t3e preset; network/model CM02 on both sides" % (a.N, a.steps))
     print_table(rows)
     for r in rows:
-        if r.get("speedup_mksim_vs_smpi"):
-            print("speedup mksim vs SMPI at P=%d on the %s: %.1fx wall (%.0f vs %.0f messages/s), simulated-time ratio %.5f"
-                  % (r["P"], r["platform"], r["speedup_mksim_vs_smpi"], r["msgs_per_s"],
+        if r.get("speedup_mksim_vs_smpi") and r.get("sim_ratio_mksim_over_smpi"):
+            print("speedup %s vs SMPI at P=%d on the %s: %.1fx wall (%.0f vs %.0f messages/s), simulated-time ratio %.5f"
+                  % (r["tool"], r["P"], r["platform"], r["speedup_mksim_vs_smpi"], r["msgs_per_s"],
                      r["messages"] / (r["wall_s"] * r["speedup_mksim_vs_smpi"]), r["sim_ratio_mksim_over_smpi"]))
+        if r.get("speedup_vs_old"):
+            print("speedup mksim vs mksim-old at P=%d on the %s: %.1fx wall, simulated times differ by %.1e relative"
+                  % (r["P"], r["platform"], r["speedup_vs_old"], r.get("sim_rel_diff_vs_old") or 0.0))
     for n in notes:
         print("note: " + n)
     print("CSV: %s" % os.path.abspath(a.out))
@@ -247,7 +260,11 @@ def main(argv=None):
     ap.add_argument("--smpi-cfg", action="append", default=[], help="extra --cfg for smpirun (key:value)")
     ap.add_argument("--smpi-privatize", action="store_true",
                     help="keep smpirun's default global privatization (about 2x slower replay, same results)")
-    ap.add_argument("--tools", default="mksim,smpi", help="which replays to run")
+    ap.add_argument("--tools", default="mksim,old,smpi",
+                    help="which replays to run: mksim (this engine), old (--old-mksim), smpi")
+    ap.add_argument("--old-mksim", default="/tmp/old/build/sim/mksim",
+                    help="mksim built from commit %s, the engine before issue 20 (bench/README.md: "
+                         "git worktree add /tmp/old %s, then build it there)" % (OLD_COMMIT, OLD_COMMIT))
     ap.add_argument("--merge", default="",
                     help="comma-separated CSVs of earlier runs (e.g. one per platform): no new runs; "
                          "concatenate them into --out and print the table")
@@ -263,6 +280,8 @@ def main(argv=None):
             raise SystemExit("unknown platform %r (mesh or torus)" % p)
     if not os.access(a.mksim, os.X_OK):
         raise SystemExit("mksim binary not found: %s (build it first)" % a.mksim)
+    if "old" in tools and not os.access(a.old_mksim, os.X_OK):
+        raise SystemExit("old mksim not found: %s (see --old-mksim, or --tools mksim,smpi)" % a.old_mksim)
     if "smpi" in tools and not shutil.which("smpirun"):
         raise SystemExit("smpirun not found (apt package libsimgrid-dev)")
     if not have_gnu_time():
@@ -281,13 +300,18 @@ def main(argv=None):
                 plat = os.path.join(workdir, "%s-%d.xml" % (machine, P))
                 gen_platform(a.mksim, machine, P, plat)
                 props = platform_props(plat)
-                base = {"P": P, "platform": plat_name, "machine": machine}
+                base = {"P": P, "platform": plat_name, "machine": machine, "N": a.N}
                 pair = {}
                 if "mksim" in tools:
                     log("mksim  P=%d %s ..." % (P, plat_name))
                     r = run_mksim(a, plat, P, a.timeout)
                     log("  -> %s wall %.2f s" % (r.get("status"), r.get("wall_s", 0)))
                     pair["mksim"] = r
+                if "old" in tools:
+                    log("mksim-old (%s)  P=%d %s ..." % (OLD_COMMIT, P, plat_name))
+                    r = run_mksim(a, plat, P, a.timeout, binary=a.old_mksim, tool="mksim-old")
+                    log("  -> %s wall %.2f s" % (r.get("status"), r.get("wall_s", 0)))
+                    pair["old"] = r
                 if "smpi" in tools:
                     skip = None
                     if plat_name == "mesh" and (props["_compact"] or P > SMPI_MESH_MAX):
@@ -315,10 +339,22 @@ def main(argv=None):
                     if mk.get("sim_time_s") and sm.get("sim_time_s"):
                         mk["sim_ratio_mksim_over_smpi"] = mk["sim_time_s"] / sm["sim_time_s"]
                     mk["speedup_mksim_vs_smpi"] = sm["wall_s"] / mk["wall_s"]
+                old = pair.get("old")
+                if old and old.get("status") == "ok" and sm and sm.get("status") == "ok":
+                    if old.get("sim_time_s") and sm.get("sim_time_s"):
+                        old["sim_ratio_mksim_over_smpi"] = old["sim_time_s"] / sm["sim_time_s"]
+                    old["speedup_mksim_vs_smpi"] = sm["wall_s"] / old["wall_s"]
+                if mk and old and mk.get("status") == "ok" and old.get("status") == "ok":
+                    mk["speedup_vs_old"] = old["wall_s"] / mk["wall_s"]
+                    if mk.get("sim_time_s") and old.get("sim_time_s"):
+                        mk["sim_rel_diff_vs_old"] = (mk["sim_time_s"] - old["sim_time_s"]) / old["sim_time_s"]
+                    if mk.get("messages") != old.get("messages"):
+                        notes.append("P=%d %s: message counts differ (mksim %s, mksim-old %s)" % (
+                            P, plat_name, mk.get("messages"), old.get("messages")))
                     if mk.get("messages") != sm.get("messages"):
                         notes.append("P=%d %s: message counts differ (mksim %s, SMPI traces %s)" % (
                             P, plat_name, mk.get("messages"), sm.get("messages")))
-                for key in ("mksim", "smpi"):
+                for key in ("mksim", "old", "smpi"):
                     if key in pair:
                         row = dict(base)
                         row.update(pair[key])
