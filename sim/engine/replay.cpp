@@ -98,8 +98,8 @@ struct RankState {
   std::vector<double> frame;
   skeletons::RankRng rng;
   skeletons::CoinTosses coins;    // shared coins of prob branches (format v2 `coin`)
-  std::deque<ReqPtr> posted;      // receives waiting for a message
-  std::deque<ReqPtr> unexpected;  // messages (eager) or rendezvous sends waiting for a receive
+  std::vector<ReqPtr> posted;     // receives waiting for a message (vectors: an empty deque costs ~600 bytes)
+  std::vector<ReqPtr> unexpected; // messages (eager) or rendezvous sends waiting for a receive
   std::vector<ReqPtr> outstanding;
   std::vector<ReqPtr> named;      // request slots of the skeleton
   sg4::SemaphorePtr sem;
