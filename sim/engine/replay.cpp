@@ -7,10 +7,10 @@
 
 #include "sim/engine/collectives.hpp"
 #include "sim/engine/platform.hpp"
+#include "sim/engine/transport.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/skeleton_io.hpp"
 
-#include <simgrid/kernel/Timer.hpp>
 #include <simgrid/kernel/resource/Action.hpp>
 #include <simgrid/s4u.hpp>
 #include <simgrid/version.h>
@@ -45,37 +45,8 @@ using namespace mksim::skeletons;
 
 namespace {
 
-constexpr int ANY = -1;
-
-volatile std::sig_atomic_t g_interrupted = 0;
-extern "C" void on_sigint(int) { g_interrupted = 1; }
-bool interrupted() { return g_interrupted != 0; }
+constexpr int ANY = ANY_PEER_OR_TAG;
 constexpr std::size_t TIMELINE_MAX_ROWS = 5'000'000;
-
-/** @brief One MPI request (a send or a receive). Eager sends are complete once posted. */
-struct Request {
-  bool is_send = false;
-  bool eager = false;
-  bool started = false;  // the transfer exists (comm is set) or, for eager sends, the data left
-  bool done = false;     // the transfer finished (and, for a receive, it is matched)
-  std::uint8_t ctx = 0;  // 0: user messages, 1: collectives' internal messages
-  int owner = 0;
-  int peer = 0;          // destination of a send; source (or ANY) of a receive
-  int tag = 0;           // or ANY for receives
-  int block = -1;        // skeleton block that posted it
-  double size = 0;       // bytes
-  double match_time = 0; // when the partner arrived (the transfer started)
-  int matched_peer = -1; // for receives: the sender of the message matched (diagnosis: who was waited for)
-  double post_time = 0;  // the owner's time when it posted the request
-  double done_time = 0;  // when the transfer finished (done)
-  sg4::Mailbox* box = nullptr;  // private mailbox of this transfer (from a pool), while it runs
-  sg4::CommPtr put, get;        // for sends: both sides of the transfer, prepared by the sender's actor
-  std::shared_ptr<Request> matched_recv;  // for sends: the receive that matched it
-};
-using ReqPtr = std::shared_ptr<Request>;
-
-/** @brief Thrown inside rank actors to unwind them when the run is aborted (deadlock or error). */
-struct Aborted {};
 
 struct TimelineRow {
   int rank;
@@ -85,37 +56,15 @@ struct TimelineRow {
   double end;
 };
 
-/** @brief A post waiting for its time (the owner's clock when it posted). */
-struct Event {
-  double t;
-  std::uint64_t seq;
-  ReqPtr req;
-  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
-};
-
 struct RankState {
   sg4::Host* host = nullptr;
   std::vector<double> frame;
   skeletons::RankRng rng;
   skeletons::CoinTosses coins;    // shared coins of prob branches (format v2 `coin`)
-  std::vector<ReqPtr> posted;     // receives waiting for a message (vectors: an empty deque costs ~600 bytes)
-  std::vector<ReqPtr> unexpected; // messages (eager) or rendezvous sends waiting for a receive
   std::vector<ReqPtr> outstanding;
   std::vector<ReqPtr> named;      // request slots of the skeleton
-  sg4::SemaphorePtr sem;
-  bool blocked = false;           // waiting on sem for a partner
-  const Request* waiting_for = nullptr;
-  bool finished = false;
   int coll_seq = 0;
   results::RankTimes times;
-  // Sends of this rank whose transfer started, kept until it is done and its handles released (one wait).
-  std::vector<ReqPtr> handles;
-  long pending = 0;               // posts of this rank not yet processed (their time not reached)
-  bool draining = false;          // the program ended; releasing the last transfers
-  bool poked = false;             // released while draining
-  bool completed = false;         // the actor reached its end (not killed by SimGrid)
-  const char* in_measured = nullptr;  // waiting for the others in this measured collective
-  double lt = 0;                  // the rank's own time (>= the engine's clock while it runs)
   double agg = 1;                 // what-if aggregation: multiplier of message sizes and compute in aggregated loops
   // Diagnosis: waits of the current MPI block by the peer waited for and by kind, flushed by account().
   std::vector<std::pair<int, double>> wait_peers;
@@ -135,7 +84,8 @@ class ReplayContext final : public P2PLayer {
  public:
   ReplayContext(const Skeleton& sk, const MachineParams& m, std::vector<sg4::Host*> hosts, int P,
                 const std::vector<double>& base_frame, std::uint64_t seed, bool timeline)
-      : sk_(sk), m_(m), P_(P), timeline_on_(timeline) {
+      : sk_(sk), P_(P), timeline_on_(timeline),
+        tr_(P, m, Naming{[this](int b) { return block_id(b); }, [this](int r, int b) { return where(r, b); }}) {
     ranks_.resize(P);
     for (int r = 0; r < P; ++r) {
       RankState& rs = ranks_[r];
@@ -163,8 +113,6 @@ class ReplayContext final : public P2PLayer {
       block_phase_.push_back(is_leaf(b) ? static_cast<int>(std::lower_bound(labels.begin(), labels.end(), b.phase) - labels.begin())
                                         : -1);
     rank_phase_.assign(static_cast<std::size_t>(P_) * phase_.size(), 0.0);
-    active_ = P;
-    for (auto& rs : ranks_) rs.sem = sg4::Semaphore::create(0);  // before any rank runs: others may poke it
   }
 
   /** @brief Turns on per-rank block statistics and applies the what-ifs (block ids resolved here). */
@@ -224,35 +172,16 @@ class ReplayContext final : public P2PLayer {
       }
     } catch (const Aborted&) {
     } catch (const std::exception& e) {
-      abort_run(e.what());
+      tr_.abort_run(e.what());
     }
-    rs.finished = true;
     rs.times.finish_s = now(r);
-    --active_;
-    check_deadlock();
-    // Transfers this actor takes part in must end before it does (SimGrid cancels an exiting actor's comms);
-    // this happens after finish_s, as MPI_Finalize would.
-    drain(r);
-    // After an abort some transfers still run: their handles go when the simulation is over (SimGrid
-    // complains about a running comm's handle dropped).
-    for (auto& q : rs.handles) graveyard_.push_back(std::move(q));
-    rs.handles.clear();
-    rs.completed = true;
+    // Transfers this actor takes part in must end before it does; this happens after finish_s, as
+    // MPI_Finalize would.
+    tr_.finish_rank(r);
   }
 
-  void set_actor(int r, sg4::ActorPtr a) {
-    if (actors_.empty()) actors_.resize(P_);
-    actors_[r] = std::move(a);
-  }
-
-  /** @brief Ranks whose actor did not reach its end (SimGrid killed it), as "0, 5, ..."; "" when none. */
-  std::string incomplete_ranks() const {
-    std::string out;
-    int shown = 0;
-    for (int r = 0; r < P_; ++r)
-      if (!ranks_[r].completed && shown++ < 16) out += (out.empty() ? "" : ", ") + std::to_string(r);
-    return out;
-  }
+  /** @brief The transport and scheduling layer (SimGrid set-up, results after the run). */
+  Transport& transport() { return tr_; }
 
   // ---- P2PLayer, used by collectives too ----
   std::shared_ptr<void> isend(int me, int dst, int tag, double bytes, int block) override {
@@ -267,23 +196,6 @@ class ReplayContext final : public P2PLayer {
     acc.wait += s.wait;
   }
 
-  std::string error() const { return error_; }
-
-  /** @brief Messages sent but never received by the end of the run ("" when none): MPI would leak them. */
-  std::string unmatched_messages() const {
-    std::ostringstream msg;
-    std::size_t count = 0;
-    for (int r = 0; r < P_; ++r) {
-      for (const ReqPtr& q : ranks_[r].unexpected) {
-        if (count++ < 16)
-          msg << "\n  rank " << q->owner << " -> rank " << r << ": tag " << q->tag << ", " << fmt(q->size) << " bytes, block "
-              << block_id(q->block) << (q->eager ? "" : " (rendezvous: the sender is still blocked)");
-      }
-    }
-    if (count == 0) return "";
-    return std::to_string(count) + " message(s) sent but never received:" + msg.str() + (count > 16 ? "\n  ..." : "");
-  }
-  bool deadlocked() const { return deadlocked_; }
 
   results::RunResult collect() const {
     results::RunResult out;
@@ -476,7 +388,7 @@ class ReplayContext final : public P2PLayer {
       rank_phase_compute_[static_cast<std::size_t>(r) * phase_.size() + static_cast<std::size_t>(block_phase_[b.index])] += seconds;
     }
     const double t0 = now(r);
-    rs.lt += seconds;  // the rank's clock runs ahead; nothing is slept
+    tr_.advance(r, seconds);  // the rank's clock runs ahead; nothing is slept
     rs.times.compute_s += seconds;
     phase_[block_phase_[b.index]].compute_s += seconds;
     rank_phase_[static_cast<std::size_t>(r) * phase_.size() + static_cast<std::size_t>(block_phase_[b.index])] += seconds;
@@ -577,288 +489,31 @@ class ReplayContext final : public P2PLayer {
     const char* kind = collective_name(c.kind);
     const double t = collective_time(*measured_, kind, P_, size);
     if (std::string note = extrapolation_note(*measured_, kind, P_, size); !note.empty()) measured_notes_.insert(note);
-    check_abort();
-    Gathering& gth = gatherings_[seq];  // arrive at the rank's own time
-    gth.arrived++;
-    gth.last = std::max(gth.last, now(r));
-    if (gth.arrived == P_) {
-      gth.complete = true;
-      for (int w : gth.waiting) wake(w);
-      gth.waiting.clear();
-    } else {
-      gth.waiting.push_back(r);
-      while (!gth.complete) {
-        housekeeping(r);
-        if (gth.complete) break;
-        block(r, nullptr, kind);
-      }
-      rs.in_measured = nullptr;
-    }
-    rs.lt = std::max(rs.lt, gth.last);  // everyone leaves when the last one arrived
-    if (++gth.left == P_) gatherings_.erase(seq);
+    tr_.gather(r, seq, kind);  // everyone leaves when the last one arrived
     const double wait = now(r) - t0;
-    rs.lt += t;
+    tr_.advance(r, t);
     if (stats_ && wait > 0) rs.wait_collective += wait;
     account(r, b.index, t0, Split{t, wait}, kind);
   }
 
-  // ---- point-to-point core ----
-  static bool matches(const Request& recv, const Request& send) {
-    return recv.ctx == send.ctx && (recv.peer == ANY || recv.peer == send.owner) && (recv.tag == ANY || recv.tag == send.tag);
-  }
-
-  void check_abort() const {
-    if (aborting_) throw Aborted{};
-  }
-
-  // Any SimGrid call (posting a transfer side, sleeping, releasing a semaphore) may let other ranks run
-  // before it returns, so the queues are updated before such a call and never left half-done across one.
-
-  // ---- transport: posts as timestamped events, transfers started in the kernel, no sleeps ----
-  //
-  // A rank never sleeps: compute and overheads advance its own clock (RankState::lt), which runs ahead of the
-  // engine's. A send or receive it posts becomes an event at the rank's time; the events are processed in
-  // (time, posting order) by a SimGrid kernel timer, in maestro, where the matching is done and transfers are
-  // started, waking nobody. A transfer is a SimGrid mailbox comm whose sides the sender's actor prepared when
-  // it posted (put_init, get_init): the put goes to a private mailbox whose permanent receiver is the
-  // destination's actor, so SimGrid starts the transfer to the destination's host at once; the get, the
-  // sender's too, takes it out of the mailbox again, so that the sender alone holds the comm and releases it
-  // with one wait once it is over. A rank is scheduled only when it must block (a wait whose request is not
-  // complete, a measured collective) and to release its finished transfers.
-
-  /** @brief Queues the post of `req` at its rank's time; the kernel timer processes it at that time. */
-  void schedule_post(const ReqPtr& req) {
-    req->post_time = ranks_[req->owner].lt;
-    ranks_[req->owner].pending++;
-    events_.push(Event{req->post_time, event_seq_++, req});
-    arm(req->post_time);
-  }
-
-  /** @brief Makes sure a kernel timer fires at `t` (or earlier). */
-  void arm(double t) {
-    if (t >= armed_) return;
-    armed_ = t;
-    simgrid::kernel::timer::Timer::set(t, [this, t] { on_timer(t); });
-  }
-
-  /** @brief Kernel timer (maestro): processes the posts due now, in time and posting order. */
-  void on_timer(double t) {
-    if (t == armed_) armed_ = INFINITY;
-    const double clock = sg4::Engine::get_clock();
-    while (!events_.empty() && events_.top().t <= clock) {
-      ReqPtr req = events_.top().req;
-      events_.pop();
-      ranks_[req->owner].pending--;
-      if (aborting_) continue;
-      try {
-        if (req->is_send) match_send(req);
-        else match_recv(req);
-      } catch (const std::exception& e) {
-        abort_run(e.what());
-      }
-      if (ranks_[req->owner].draining) poke(req->owner);
-    }
-    if (!events_.empty()) arm(events_.top().t);
-    progress();
-    check_deadlock();
-  }
-
-  /** @brief Matches a send at its post time against the receives its destination has posted. */
-  void match_send(const ReqPtr& req) {
-    RankState& ds = ranks_[req->peer];
-    auto it = std::find_if(ds.posted.begin(), ds.posted.end(), [&](const ReqPtr& q) { return matches(*q, *req); });
-    if (it != ds.posted.end()) {
-      req->matched_recv = *it;
-      ds.posted.erase(it);
-      launch(req);
-    } else {
-      ds.unexpected.push_back(req);
-      // Eager: the data leave now and wait at the receiver. Rendezvous: they leave when a receive matches.
-      // A rank that has finished its program receives nothing more: the message stays unmatched (reported).
-      if (req->eager && !ds.finished) launch(req);
-    }
-  }
-
-  /** @brief Matches a receive at its post time against the messages (or rendezvous sends) already there. */
-  void match_recv(const ReqPtr& req) {
-    RankState& rs = ranks_[req->owner];
-    auto it = std::find_if(rs.unexpected.begin(), rs.unexpected.end(), [&](const ReqPtr& q) { return matches(*req, *q); });
-    if (it != rs.unexpected.end()) {
-      ReqPtr send = *it;
-      rs.unexpected.erase(it);
-      send->matched_recv = req;
-      if (send->started) bind(*send, *req);
-      else launch(send);  // rendezvous: the receive starts the transfer
-    } else {
-      rs.posted.push_back(req);
-    }
-  }
-
-  /** @brief Starts the data transfer of a send now (maestro), then binds the receive matched to it, if any.
-   *  (SimGrid's host-to-host comms are detached, and in SimGrid 3.32 the end of each detached comm scans a
-   *  list of all of them: quadratic at scale; hence mailbox comms.) Nobody waits for the end:
-   *  transfer_finished() reports it. */
-  void launch(const ReqPtr& send) {
-    send->match_time = sg4::Engine::get_clock();
-    ++inflight_;
-    send->box = acquire_box();
-    send->box->set_receiver(actors_[send->peer]);  // the transfer goes to the destination's host
-    send->put->set_mailbox(send->box);
-    send->put->start();  // the network action starts now
-    transfers_.try_emplace(send->put->get_impl(), send);
-    send->get->set_mailbox(send->box);
-    send->get->set_dst_data(&sink_, sizeof(void*));
-    send->get->start();  // takes the comm out of the mailbox for the sender (it does not stop the transfer)
-    ranks_[send->owner].handles.push_back(send);
-    send->started = true;
-    if (send->matched_recv) bind(*send, *send->matched_recv);
-  }
-
-  /** @brief Waits for (and so releases) the transfers of this rank that are over; keeps the others. */
-  static void retire(std::vector<ReqPtr>& handles) {
-    std::size_t kept = 0;
-    for (auto& q : handles) {
-      if (q->done) {
-        q->get->wait();  // returns at once; drops the comm from this actor's list
-        q->get = nullptr;
-        q->put = nullptr;
-      } else {
-        handles[kept++] = std::move(q);
-      }
-    }
-    handles.resize(kept);
-  }
-
-  sg4::Mailbox* acquire_box() {
-    if (free_boxes_.empty()) return sg4::Mailbox::by_name("mksim-transfer-" + std::to_string(boxes_created_++));
-    sg4::Mailbox* b = free_boxes_.back();
-    free_boxes_.pop_back();
-    return b;
-  }
-
-  /** @brief Gives a matched receive the transfer of its send. */
-  void bind(const Request& send, Request& recv) {
-    if (send.size > recv.size && recv.ctx == 0)
-      throw ReplayError(where(recv.owner, recv.block) + "message of " + fmt(send.size) + " bytes from rank " +
-                        std::to_string(send.owner) + " (block " + block_id(send.block) + ") truncated: receive is " +
-                        fmt(recv.size) + " bytes");
-    recv.match_time = send.match_time;
-    recv.matched_peer = send.owner;
-    recv.started = true;
-    recv.done = send.done;  // an eager message may have arrived before its receive was posted
-    if (recv.done) {
-      recv.done_time = send.done_time;
-      wake(recv.owner);
-    }
-  }
-
-  /** @brief A send's data arrived: the send (rendezvous) and its matched receive are complete. */
-  void finish(Request& send) {
-    send.done = true;
-    send.done_time = sg4::Engine::get_clock();
-    --inflight_;
-    free_boxes_.push_back(send.box);  // both sides were posted: the mailbox is empty again
-    send.box = nullptr;
-    wake(send.owner);
-    if (send.matched_recv) {
-      send.matched_recv->done = true;
-      send.matched_recv->done_time = send.done_time;
-      wake(send.matched_recv->owner);
-    }
-    // The sender releases the transfer; if its program has ended, it waits for that.
-    if (ranks_[send.owner].draining) poke(send.owner);
-  }
-
- public:
-  /** @brief Called by SimGrid (maestro) when a network action changes state. */
-  void transfer_finished(const void* key) {
-    auto it = transfers_.find(key);
-    if (it == transfers_.end()) return;  // not ours, or reported already
-    ReqPtr send = std::move(it->second);
-    transfers_.erase(it);
-    finish(*send);
-    check_deadlock();  // an eager message nobody receives may have been the last thing running
-  }
-
- private:
-  static ReqPtr make_request(bool is_send, int owner, int peer, int tag, std::uint8_t ctx, double size, int block) {
-    auto req = std::make_shared<Request>();
-    req->is_send = is_send;
-    req->owner = owner;
-    req->peer = peer;
-    req->tag = tag;
-    req->ctx = ctx;
-    req->size = size;
-    req->block = block;
-    return req;
-  }
-
+  // ---- point-to-point, on the transport ----
   ReqPtr post_send(int me, int dst, int tag, std::uint8_t ctx, double size, int block) {
-    check_abort();
+    ReqPtr req = tr_.post_send(me, dst, tag, ctx, size, block);
     RankState& rs = ranks_[me];
-    rs.lt += m_.send_overhead_s;
-    // Per-regime figures (0 unless the platform sets them), user messages only (collectives keep their
-    // algorithm's costs): an eager message's copy c_e*m, a rendezvous message's handshake h, both paid by the
-    // sender before the data leave, as the analytic model charges them (sim/model/model.cpp, send_extra).
-    if (ctx == 0) {
-      if (size <= m_.eager_threshold_bytes) rs.lt += m_.eager_per_byte_s * size;
-      else rs.lt += m_.rendezvous_handshake_s;
-    }
-    ReqPtr req = make_request(true, me, dst, tag, ctx, size, block);
-    req->eager = size <= m_.eager_threshold_bytes;
-    req->put = send_box_->put_init(req.get(), static_cast<std::uint64_t>(size));
-    req->get = send_box_->get_init();
     rs.times.messages_sent++;
     rs.times.bytes_sent += static_cast<std::uint64_t>(size);
-    ++messages_;
-    schedule_post(req);  // the transfer starts at the rank's own time
-    if (rs.handles.size() > 64) retire(rs.handles);  // a rank that only sends (eager) and computes never waits
     return req;
   }
 
   ReqPtr post_recv(int me, int src, int tag, std::uint8_t ctx, double size, int block) {
-    check_abort();
-    ReqPtr req = make_request(false, me, src, tag, ctx, size, block);
-    schedule_post(req);  // senders see this receive at the rank's own time
-    return req;
+    return tr_.post_recv(me, src, tag, ctx, size, block);
   }
-
-  /** @brief Blocks the rank until woken (or until a release left over from earlier); its clock catches up
-   *  with the engine's. `q` (or the measured collective `in_measured`) is what it waits for, for deadlock
-   *  reports. */
-  void block(int me, const Request* q, const char* in_measured) {
-    RankState& rs = ranks_[me];
-    rs.blocked = true;
-    rs.waiting_for = q;
-    rs.in_measured = in_measured;
-    --active_;
-    check_deadlock();
-    check_abort();  // a deadlock found just now aborts this rank too
-    rs.sem->acquire();
-    if (rs.blocked) {  // a release left over from earlier, not a wake(): count ourselves back
-      rs.blocked = false;
-      ++active_;
-    }
-    rs.lt = std::max(rs.lt, sg4::Engine::get_clock());
-    check_abort();
-  }
-
-  /** @brief What a running rank does before it blocks: release its finished transfers (may let others run). */
-  void housekeeping(int me) { retire(ranks_[me].handles); }
 
   /** @brief Blocks the rank until the request completes; returns the time split. */
   Split wait_req(int me, const ReqPtr& req) {
     RankState& rs = ranks_[me];
     const double t0 = now(me);
-    while (!(req->done || (req->is_send && req->eager))) {  // an eager send is complete once posted
-      check_abort();
-      housekeeping(me);
-      if (req->done) break;
-      block(me, req.get(), nullptr);
-    }
-    rs.waiting_for = nullptr;
-    if (req->done) rs.lt = std::max(rs.lt, req->done_time);
-    if (!req->is_send) rs.lt += m_.recv_overhead_s + m_.per_message_overhead_s;
+    tr_.wait(me, req);
     const double t1 = now(me);
     Split s;
     s.wait = std::clamp(req->match_time - t0, 0.0, t1 - t0);
@@ -873,126 +528,8 @@ class ReplayContext final : public P2PLayer {
     return s;
   }
 
-  /** @brief Rank r has something to do at the current simulated time (a transfer to release after its
-   *  program ended): wake it if it waits. A running rank does it before it next blocks. */
-  void poke(int r) {
-    RankState& rs = ranks_[r];
-    if (rs.draining && !rs.blocked) {
-      if (!rs.poked) {
-        rs.poked = true;
-        rs.sem->release();
-      }
-    } else {
-      wake(r);
-    }
-  }
-
-  /** @brief The rank's own time: the engine's clock plus the local work done since (never behind the clock). */
-  double now(int r) const { return ranks_[r].lt; }
-
-  /** @brief After its program: the rank's posts must be processed and its transfers released before its actor
-   *  ends (SimGrid cancels an exiting actor's comms). */
-  void drain(int r) {
-    RankState& rs = ranks_[r];
-    rs.draining = true;
-    for (;;) {
-      retire(rs.handles);
-      if (aborting_ || (rs.pending == 0 && rs.handles.empty())) break;
-      rs.poked = false;
-      rs.sem->acquire();
-    }
-    rs.draining = false;
-  }
-
-  /** @brief On a terminal, every second or so: simulated time, messages, messages per second (maestro). Also
-   *  where Ctrl-C is noticed: the run stops as if it failed, so no result is written. */
-  void progress() {
-    if (++progress_calls_ % 1024 != 0) return;
-    if (interrupted()) {
-      abort_run("interrupted (Ctrl-C): no result written");
-      return;
-    }
-    if (!progress_) return;
-    const auto t = std::chrono::steady_clock::now();
-    const double since = std::chrono::duration<double>(t - progress_last_).count();
-    if (since < 1.0) return;
-    progress_last_ = t;
-    const double wall = std::chrono::duration<double>(t - progress_start_).count();
-    std::fprintf(stderr, "\rmksim: simulated %.6g s, %llu messages", sg4::Engine::get_clock(),
-                 static_cast<unsigned long long>(messages_));
-    if (expected_messages_ > 0)
-      std::fprintf(stderr, " of ~%.3g (%.0f%%)", expected_messages_, 100.0 * static_cast<double>(messages_) / expected_messages_);
-    std::fprintf(stderr, ", %.0f messages/s, %.0f s", static_cast<double>(messages_) / wall, wall);
-    if (expected_messages_ > static_cast<double>(messages_) && messages_ > 0)
-      std::fprintf(stderr, ", ~%.0f s left", wall * (expected_messages_ - static_cast<double>(messages_)) / static_cast<double>(messages_));
-    std::fprintf(stderr, "   ");
-    std::fflush(stderr);
-    progress_shown_ = true;
-  }
-
- public:
-  /** @brief Shows progress on stderr (a terminal) with `expected` messages in all (0: unknown). */
-  void enable_progress(double expected) {
-    progress_ = true;
-    expected_messages_ = expected;
-    progress_start_ = progress_last_ = std::chrono::steady_clock::now();
-  }
-  /** @brief Ends the progress line, if one was shown. */
-  void end_progress() {
-    if (progress_shown_) std::fprintf(stderr, "\n");
-    progress_shown_ = false;
-  }
-
- private:
-  void wake(int r) {
-    RankState& rs = ranks_[r];
-    if (rs.blocked) {
-      rs.blocked = false;
-      ++active_;
-      rs.sem->release();
-    }
-  }
-
-  /** @brief No rank can make progress when every unfinished rank waits for a partner. */
-  void check_deadlock() {
-    if (active_ > 0 || inflight_ > 0 || aborting_ || !events_.empty()) return;
-    std::vector<int> blocked;
-    for (int r = 0; r < P_; ++r)
-      if (!ranks_[r].finished && ranks_[r].blocked) blocked.push_back(r);
-    if (blocked.empty()) return;
-    std::ostringstream msg;
-    msg << "deadlock at P=" << P_ << ", simulated time " << fmt(sg4::Engine::get_clock()) << " s: " << blocked.size()
-        << " rank(s) blocked";
-    int shown = 0;
-    for (int r : blocked) {
-      if (shown++ == 16) {
-        msg << "\n  ... and " << blocked.size() - 16 << " more";
-        break;
-      }
-      const Request* q = ranks_[r].waiting_for;
-      msg << "\n  rank " << r << ": ";
-      if (!q && ranks_[r].in_measured) {
-        msg << "in a measured " << ranks_[r].in_measured << " waiting for the other ranks";
-        continue;
-      }
-      if (!q) {
-        msg << "waiting";
-        continue;
-      }
-      msg << (q->is_send ? "send to " : "recv from ") << (q->peer == ANY ? std::string("any source") : std::to_string(q->peer))
-          << ", tag " << (q->tag == ANY ? std::string("any") : std::to_string(q->tag)) << ", " << fmt(q->size) << " bytes"
-          << (q->ctx ? " (inside a collective)" : "") << ", block " << block_id(q->block);
-    }
-    deadlocked_ = true;
-    abort_run(msg.str());
-  }
-
-  void abort_run(const std::string& why) {
-    if (error_.empty()) error_ = why;
-    if (aborting_) return;
-    aborting_ = true;
-    for (int r = 0; r < P_; ++r) poke(r);
-  }
+  /** @brief The rank's own time. */
+  double now(int r) const { return tr_.now(r); }
 
   // ---- accounting ----
   void account(int r, int block, double t0, const Split& s, const char* kind) {
@@ -1045,24 +582,14 @@ class ReplayContext final : public P2PLayer {
     return buf;
   }
 
-  /** @brief One measured collective under way: who has arrived, who waits, who has left. */
-  struct Gathering {
-    int arrived = 0, left = 0;
-    bool complete = false;
-    double last = 0;  // the latest arrival time
-    std::vector<int> waiting;
-  };
-
  public:
   void set_measured(const CollectiveTable* t) { measured_ = t; }
   const std::set<std::string>& measured_notes() const { return measured_notes_; }
 
  private:
   const CollectiveTable* measured_ = nullptr;
-  std::map<int, Gathering> gatherings_;
   std::set<std::string> measured_notes_;
   const Skeleton& sk_;
-  MachineParams m_;
   int P_;
   bool timeline_on_;
   std::vector<RankState> ranks_;
@@ -1081,26 +608,7 @@ class ReplayContext final : public P2PLayer {
   std::vector<double> set_compute_, scale_compute_, aggregate_;
   std::vector<TimelineRow> timeline_;
   bool timeline_truncated_ = false;
-  int active_ = 0;     // ranks neither finished nor blocked on their semaphore
-  long inflight_ = 0;  // transfers started and not finished
-  std::unordered_map<const void*, ReqPtr> transfers_;  // SimGrid comm impl -> its send
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;  // posts waiting for their time
-  std::uint64_t event_seq_ = 0;
-  double armed_ = INFINITY;           // earliest time a kernel timer is set for
-  void* sink_ = nullptr;              // where SimGrid "copies" payload pointers (never read)
-  sg4::Mailbox* send_box_ = sg4::Mailbox::by_name("mksim-unposted-send");  // placeholder of prepared sides
-  std::uint64_t messages_ = 0;        // sends posted so far (progress)
-  std::vector<ReqPtr> graveyard_;     // sends still running when their rank ended (abort): their handles
-  std::vector<sg4::ActorPtr> actors_; // rank -> its actor (the receiver of its transfers)
-  std::uint64_t progress_calls_ = 0;
-  bool progress_ = false, progress_shown_ = false;
-  double expected_messages_ = 0;
-  std::chrono::steady_clock::time_point progress_start_, progress_last_;
-  std::vector<sg4::Mailbox*> free_boxes_;
-  long boxes_created_ = 0;
-  bool aborting_ = false;
-  bool deadlocked_ = false;
-  std::string error_;
+  Transport tr_;  // after everything its Naming reads
 };
 
 std::vector<std::string> default_simgrid_config() {
@@ -1255,25 +763,22 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
       [&ctx](simgrid::kernel::resource::NetworkAction& net_action, simgrid::kernel::resource::Action::State) {
         const auto& action = reinterpret_cast<const simgrid::kernel::resource::Action&>(net_action);
         if (action.get_state() == simgrid::kernel::resource::Action::State::FINISHED)
-          ctx.transfer_finished(action.get_activity());
+          ctx.transport().transfer_finished(action.get_activity());
       });
   for (int r = 0; r < opt.P; ++r)
-    ctx.set_actor(r, sg4::Actor::create("rank-" + std::to_string(r), hosts[r], [&ctx, r] { ctx.run_rank(r); }));
+    ctx.transport().set_actor(r, sg4::Actor::create("rank-" + std::to_string(r), hosts[r], [&ctx, r] { ctx.run_rank(r); }));
   // On a terminal, show progress; Ctrl-C stops the run (it fails: no result is written).
-  if (opt.warnings && isatty(STDERR_FILENO)) ctx.enable_progress(expected_messages(sk, frame, opt.P));
-  g_interrupted = 0;
-  struct sigaction on_int = {}, previous = {};
-  on_int.sa_handler = on_sigint;
-  sigemptyset(&on_int.sa_mask);
-  sigaction(SIGINT, &on_int, &previous);
+  if (opt.warnings && isatty(STDERR_FILENO)) ctx.transport().enable_progress(expected_messages(sk, frame, opt.P));
+  install_interrupt_handler();
   engine.run();
-  sigaction(SIGINT, &previous, nullptr);
-  ctx.end_progress();
+  restore_interrupt_handler();
+  ctx.transport().end_progress();
 
-  if (ctx.deadlocked()) throw DeadlockError(sk.file + ": " + ctx.error());
-  if (!ctx.error().empty()) throw ReplayError(ctx.error());
-  if (std::string lost = ctx.unmatched_messages(); !lost.empty()) throw ReplayError(sk.file + ": " + lost);
-  if (std::string stuck = ctx.incomplete_ranks(); !stuck.empty())  // a bug of ours if it ever happens
+  const Transport& tr = ctx.transport();
+  if (tr.deadlocked()) throw DeadlockError(sk.file + ": " + tr.error());
+  if (!tr.error().empty()) throw ReplayError(tr.error());
+  if (std::string lost = tr.unmatched_messages(); !lost.empty()) throw ReplayError(sk.file + ": " + lost);
+  if (std::string stuck = tr.incomplete_ranks(); !stuck.empty())  // a bug of ours if it ever happens
     throw ReplayError(sk.file + ": the simulation ended before ranks " + stuck + " did (SimGrid stopped them)");
 
   results::RunResult res = ctx.collect();

@@ -1,0 +1,453 @@
+// The replay's transport and scheduling layer (see transport.hpp).
+#include "sim/engine/transport.hpp"
+
+#include <simgrid/kernel/Timer.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <sstream>
+
+namespace sg4 = simgrid::s4u;
+
+namespace mksim::sim {
+
+namespace {
+
+constexpr int ANY = ANY_PEER_OR_TAG;
+
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_sigint(int) { g_interrupted = 1; }
+struct sigaction g_previous_sigint = {};
+
+}  // namespace
+
+void install_interrupt_handler() {
+  g_interrupted = 0;
+  struct sigaction on_int = {};
+  on_int.sa_handler = on_sigint;
+  sigemptyset(&on_int.sa_mask);
+  sigaction(SIGINT, &on_int, &g_previous_sigint);
+}
+
+void restore_interrupt_handler() { sigaction(SIGINT, &g_previous_sigint, nullptr); }
+
+Transport::Transport(int P, const MachineParams& m, Naming naming)
+    : P_(P), m_(m), naming_(std::move(naming)), ranks_(P), actors_(P), armed_(INFINITY),
+      send_box_(sg4::Mailbox::by_name("mksim-unposted")) {
+  active_ = P;
+  for (auto& rs : ranks_) rs.sem = sg4::Semaphore::create(0);  // before any rank runs: others may poke it
+}
+
+void Transport::set_actor(int r, sg4::ActorPtr actor) { actors_[r] = std::move(actor); }
+
+std::string Transport::fmt(double v) const {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+bool Transport::matches(const Request& recv, const Request& send) {
+  return recv.ctx == send.ctx && (recv.peer == ANY || recv.peer == send.owner) && (recv.tag == ANY || recv.tag == send.tag);
+}
+
+// ---- posts as timestamped events ----
+
+/** @brief Queues the post of `req` at its rank's time; the kernel timer processes it at that time. */
+void Transport::schedule_post(const ReqPtr& req) {
+  req->post_time = ranks_[req->owner].lt;
+  ranks_[req->owner].pending++;
+  events_.push(Event{req->post_time, event_seq_++, req});
+  arm(req->post_time);
+}
+
+/** @brief Makes sure a kernel timer fires at `t` (or earlier). */
+void Transport::arm(double t) {
+  if (t >= armed_) return;
+  armed_ = t;
+  simgrid::kernel::timer::Timer::set(t, [this, t] { on_timer(t); });
+}
+
+/** @brief Kernel timer (maestro): processes the posts due now, in time and posting order. */
+void Transport::on_timer(double t) {
+  if (t == armed_) armed_ = INFINITY;
+  const double clock = sg4::Engine::get_clock();
+  while (!events_.empty() && events_.top().t <= clock) {
+    ReqPtr req = events_.top().req;
+    events_.pop();
+    ranks_[req->owner].pending--;
+    if (aborting_) continue;
+    try {
+      if (req->is_send) match_send(req);
+      else match_recv(req);
+    } catch (const std::exception& e) {
+      abort_run(e.what());
+    }
+    if (ranks_[req->owner].draining) poke(req->owner);
+  }
+  if (!events_.empty()) arm(events_.top().t);
+  progress();
+  check_deadlock();
+}
+
+/** @brief Matches a send at its post time against the receives its destination has posted. */
+void Transport::match_send(const ReqPtr& req) {
+  Rank& ds = ranks_[req->peer];
+  auto it = std::find_if(ds.posted.begin(), ds.posted.end(), [&](const ReqPtr& q) { return matches(*q, *req); });
+  if (it != ds.posted.end()) {
+    req->matched_recv = *it;
+    ds.posted.erase(it);
+    launch(req);
+  } else {
+    ds.unexpected.push_back(req);
+    // Eager: the data leave now and wait at the receiver. Rendezvous: they leave when a receive matches.
+    // A rank that has finished its program receives nothing more: the message stays unmatched (reported).
+    if (req->eager && !ds.finished) launch(req);
+  }
+}
+
+/** @brief Matches a receive at its post time against the messages (or rendezvous sends) already there. */
+void Transport::match_recv(const ReqPtr& req) {
+  Rank& rs = ranks_[req->owner];
+  auto it = std::find_if(rs.unexpected.begin(), rs.unexpected.end(), [&](const ReqPtr& q) { return matches(*req, *q); });
+  if (it != rs.unexpected.end()) {
+    ReqPtr send = *it;
+    rs.unexpected.erase(it);
+    send->matched_recv = req;
+    if (send->started) bind(*send, *req);
+    else launch(send);  // rendezvous: the receive starts the transfer
+  } else {
+    rs.posted.push_back(req);
+  }
+}
+
+// ---- transfers ----
+
+/** @brief Starts the data transfer of a send now (maestro), then binds the receive matched to it, if any. */
+void Transport::launch(const ReqPtr& send) {
+  send->match_time = sg4::Engine::get_clock();
+  ++inflight_;
+  send->box = acquire_box();
+  send->box->set_receiver(actors_[send->peer]);  // the transfer goes to the destination's host
+  send->put->set_mailbox(send->box);
+  send->put->start();  // the network action starts now
+  transfers_.try_emplace(send->put->get_impl(), send);
+  send->get->set_mailbox(send->box);
+  send->get->set_dst_data(&sink_, sizeof(void*));
+  send->get->start();  // takes the comm out of the mailbox for the sender (it does not stop the transfer)
+  ranks_[send->owner].handles.push_back(send);
+  send->started = true;
+  if (send->matched_recv) bind(*send, *send->matched_recv);
+}
+
+/** @brief Waits for (and so releases) the transfers of a rank that are over; keeps the others. */
+void Transport::retire(std::vector<ReqPtr>& handles) {
+  std::size_t kept = 0;
+  for (auto& q : handles) {
+    if (q->done) {
+      q->get->wait();  // returns at once; drops the comm from this actor's list
+      q->get = nullptr;
+      q->put = nullptr;
+    } else {
+      handles[kept++] = std::move(q);
+    }
+  }
+  handles.resize(kept);
+}
+
+sg4::Mailbox* Transport::acquire_box() {
+  if (free_boxes_.empty()) return sg4::Mailbox::by_name("mksim-transfer-" + std::to_string(boxes_created_++));
+  sg4::Mailbox* b = free_boxes_.back();
+  free_boxes_.pop_back();
+  return b;
+}
+
+/** @brief Gives a matched receive the transfer of its send. */
+void Transport::bind(const Request& send, Request& recv) {
+  if (send.size > recv.size && recv.ctx == 0)
+    throw std::runtime_error(naming_.where(recv.owner, recv.block) + "message of " + fmt(send.size) + " bytes from rank " +
+                             std::to_string(send.owner) + " (block " + naming_.block_id(send.block) +
+                             ") truncated: receive is " + fmt(recv.size) + " bytes");
+  recv.match_time = send.match_time;
+  recv.matched_peer = send.owner;
+  recv.started = true;
+  recv.done = send.done;  // an eager message may have arrived before its receive was posted
+  if (recv.done) {
+    recv.done_time = send.done_time;
+    wake(recv.owner);
+  }
+}
+
+/** @brief A send's data arrived: the send (rendezvous) and its matched receive are complete. */
+void Transport::finish(Request& send) {
+  send.done = true;
+  send.done_time = sg4::Engine::get_clock();
+  --inflight_;
+  free_boxes_.push_back(send.box);  // both sides were posted: the mailbox is empty again
+  send.box = nullptr;
+  wake(send.owner);
+  if (send.matched_recv) {
+    send.matched_recv->done = true;
+    send.matched_recv->done_time = send.done_time;
+    wake(send.matched_recv->owner);
+  }
+  // The sender releases the transfer; if its program has ended, it waits for that.
+  if (ranks_[send.owner].draining) poke(send.owner);
+}
+
+void Transport::transfer_finished(const void* comm_impl) {
+  auto it = transfers_.find(comm_impl);
+  if (it == transfers_.end()) return;  // not ours, or reported already
+  ReqPtr send = std::move(it->second);
+  transfers_.erase(it);
+  finish(*send);
+  check_deadlock();  // an eager message nobody receives may have been the last thing running
+}
+
+// ---- what a rank's actor calls ----
+
+namespace {
+ReqPtr make_request(bool is_send, int owner, int peer, int tag, std::uint8_t ctx, double size, int block) {
+  auto req = std::make_shared<Request>();
+  req->is_send = is_send;
+  req->owner = owner;
+  req->peer = peer;
+  req->tag = tag;
+  req->ctx = ctx;
+  req->size = size;
+  req->block = block;
+  return req;
+}
+}  // namespace
+
+ReqPtr Transport::post_send(int me, int dst, int tag, std::uint8_t ctx, double size, int block) {
+  check_abort();
+  Rank& rs = ranks_[me];
+  rs.lt += m_.send_overhead_s;
+  // Per-regime figures (0 unless the platform sets them), user messages only (collectives keep their
+  // algorithm's costs): an eager message's copy c_e*m, a rendezvous message's handshake h, both paid by the
+  // sender before the data leave, as the analytic model charges them (sim/model/model.cpp, send_extra).
+  if (ctx == 0) {
+    if (size <= m_.eager_threshold_bytes) rs.lt += m_.eager_per_byte_s * size;
+    else rs.lt += m_.rendezvous_handshake_s;
+  }
+  ReqPtr req = make_request(true, me, dst, tag, ctx, size, block);
+  req->eager = size <= m_.eager_threshold_bytes;
+  req->put = send_box_->put_init(req.get(), static_cast<std::uint64_t>(size));
+  req->get = send_box_->get_init();
+  ++messages_;
+  schedule_post(req);  // the transfer starts at the rank's own time
+  if (rs.handles.size() > 64) retire(rs.handles);  // a rank that only sends (eager) and computes never waits
+  return req;
+}
+
+ReqPtr Transport::post_recv(int me, int src, int tag, std::uint8_t ctx, double size, int block) {
+  check_abort();
+  ReqPtr req = make_request(false, me, src, tag, ctx, size, block);
+  schedule_post(req);  // senders see this receive at the rank's own time
+  return req;
+}
+
+/** @brief Blocks the rank until woken (or until a release left over from earlier); its clock catches up
+ *  with the engine's. `q` (or the measured collective `in_measured`) is what it waits for, for deadlock
+ *  reports. */
+void Transport::block(int me, const Request* q, const char* in_measured) {
+  Rank& rs = ranks_[me];
+  rs.blocked = true;
+  rs.waiting_for = q;
+  rs.in_measured = in_measured;
+  --active_;
+  check_deadlock();
+  check_abort();  // a deadlock found just now aborts this rank too
+  rs.sem->acquire();
+  if (rs.blocked) {  // a release left over from earlier, not a wake(): count ourselves back
+    rs.blocked = false;
+    ++active_;
+  }
+  rs.lt = std::max(rs.lt, sg4::Engine::get_clock());
+  check_abort();
+}
+
+void Transport::wait(int me, const ReqPtr& req) {
+  Rank& rs = ranks_[me];
+  while (!(req->done || (req->is_send && req->eager))) {  // an eager send is complete once posted
+    check_abort();
+    retire(rs.handles);  // may let others run
+    if (req->done) break;
+    block(me, req.get(), nullptr);
+  }
+  rs.waiting_for = nullptr;
+  if (req->done) rs.lt = std::max(rs.lt, req->done_time);
+  if (!req->is_send) rs.lt += m_.recv_overhead_s + m_.per_message_overhead_s;
+}
+
+void Transport::gather(int me, int seq, const char* kind) {
+  Rank& rs = ranks_[me];
+  check_abort();
+  Gathering& gth = gatherings_[seq];  // arrive at the rank's own time
+  gth.arrived++;
+  gth.last = std::max(gth.last, rs.lt);
+  if (gth.arrived == P_) {
+    gth.complete = true;
+    for (int w : gth.waiting) wake(w);
+    gth.waiting.clear();
+  } else {
+    gth.waiting.push_back(me);
+    while (!gth.complete) {
+      retire(rs.handles);
+      if (gth.complete) break;
+      block(me, nullptr, kind);
+    }
+    rs.in_measured = nullptr;
+  }
+  rs.lt = std::max(rs.lt, gth.last);  // everyone leaves when the last one arrived
+  if (++gth.left == P_) gatherings_.erase(seq);
+}
+
+void Transport::finish_rank(int r) {
+  Rank& rs = ranks_[r];
+  rs.finished = true;
+  --active_;
+  check_deadlock();
+  rs.draining = true;
+  for (;;) {
+    retire(rs.handles);
+    if (aborting_ || (rs.pending == 0 && rs.handles.empty())) break;
+    rs.poked = false;
+    rs.sem->acquire();
+  }
+  rs.draining = false;
+  // After an abort some transfers still run: their handles go when the simulation is over (SimGrid
+  // complains about a running comm's handle dropped).
+  for (auto& q : rs.handles) graveyard_.push_back(std::move(q));
+  rs.handles.clear();
+  rs.completed = true;
+}
+
+// ---- waking, deadlocks, aborts ----
+
+/** @brief Rank r has something to do at the current simulated time (a transfer to release after its
+ *  program ended): wake it if it waits. A running rank does it before it next blocks. */
+void Transport::poke(int r) {
+  Rank& rs = ranks_[r];
+  if (rs.draining && !rs.blocked) {
+    if (!rs.poked) {
+      rs.poked = true;
+      rs.sem->release();
+    }
+  } else {
+    wake(r);
+  }
+}
+
+void Transport::wake(int r) {
+  Rank& rs = ranks_[r];
+  if (rs.blocked) {
+    rs.blocked = false;
+    ++active_;
+    rs.sem->release();
+  }
+}
+
+/** @brief No rank can make progress when every unfinished rank waits for a partner. */
+void Transport::check_deadlock() {
+  if (active_ > 0 || inflight_ > 0 || aborting_ || !events_.empty()) return;
+  std::vector<int> blocked;
+  for (int r = 0; r < P_; ++r)
+    if (!ranks_[r].finished && ranks_[r].blocked) blocked.push_back(r);
+  if (blocked.empty()) return;
+  std::ostringstream msg;
+  msg << "deadlock at P=" << P_ << ", simulated time " << fmt(sg4::Engine::get_clock()) << " s: " << blocked.size()
+      << " rank(s) blocked";
+  int shown = 0;
+  for (int r : blocked) {
+    if (shown++ == 16) {
+      msg << "\n  ... and " << blocked.size() - 16 << " more";
+      break;
+    }
+    const Request* q = ranks_[r].waiting_for;
+    msg << "\n  rank " << r << ": ";
+    if (!q && ranks_[r].in_measured) {
+      msg << "in a measured " << ranks_[r].in_measured << " waiting for the other ranks";
+      continue;
+    }
+    if (!q) {
+      msg << "waiting";
+      continue;
+    }
+    msg << (q->is_send ? "send to " : "recv from ") << (q->peer == ANY ? std::string("any source") : std::to_string(q->peer))
+        << ", tag " << (q->tag == ANY ? std::string("any") : std::to_string(q->tag)) << ", " << fmt(q->size) << " bytes"
+        << (q->ctx ? " (inside a collective)" : "") << ", block " << naming_.block_id(q->block);
+  }
+  deadlocked_ = true;
+  abort_run(msg.str());
+}
+
+void Transport::abort_run(const std::string& why) {
+  if (error_.empty()) error_ = why;
+  if (aborting_) return;
+  aborting_ = true;
+  for (int r = 0; r < P_; ++r) poke(r);
+}
+
+std::string Transport::unmatched_messages() const {
+  std::ostringstream msg;
+  std::size_t count = 0;
+  for (int r = 0; r < P_; ++r) {
+    for (const ReqPtr& q : ranks_[r].unexpected) {
+      if (count++ < 16)
+        msg << "\n  rank " << q->owner << " -> rank " << r << ": tag " << q->tag << ", " << fmt(q->size) << " bytes, block "
+            << naming_.block_id(q->block) << (q->eager ? "" : " (rendezvous: the sender is still blocked)");
+    }
+  }
+  if (count == 0) return "";
+  return std::to_string(count) + " message(s) sent but never received:" + msg.str() + (count > 16 ? "\n  ..." : "");
+}
+
+std::string Transport::incomplete_ranks() const {
+  std::string out;
+  int shown = 0;
+  for (int r = 0; r < P_; ++r)
+    if (!ranks_[r].completed && shown++ < 16) out += (out.empty() ? "" : ", ") + std::to_string(r);
+  return out;
+}
+
+// ---- progress ----
+
+void Transport::enable_progress(double expected) {
+  progress_ = true;
+  expected_messages_ = expected;
+  progress_start_ = progress_last_ = std::chrono::steady_clock::now();
+}
+
+void Transport::end_progress() {
+  if (progress_shown_) std::fprintf(stderr, "\n");
+  progress_shown_ = false;
+}
+
+/** @brief On a terminal, every second or so: simulated time, messages, messages per second (maestro). Also
+ *  where Ctrl-C is noticed: the run stops as if it failed, so no result is written. */
+void Transport::progress() {
+  if (++progress_calls_ % 1024 != 0) return;
+  if (g_interrupted) {
+    abort_run("interrupted (Ctrl-C): no result written");
+    return;
+  }
+  if (!progress_) return;
+  const auto t = std::chrono::steady_clock::now();
+  if (std::chrono::duration<double>(t - progress_last_).count() < 1.0) return;
+  progress_last_ = t;
+  const double wall = std::chrono::duration<double>(t - progress_start_).count();
+  const double sent = static_cast<double>(messages_);
+  std::fprintf(stderr, "\rmksim: simulated %.6g s, %llu messages", sg4::Engine::get_clock(),
+               static_cast<unsigned long long>(messages_));
+  if (expected_messages_ > 0) std::fprintf(stderr, " of ~%.3g (%.0f%%)", expected_messages_, 100.0 * sent / expected_messages_);
+  std::fprintf(stderr, ", %.0f messages/s, %.0f s", sent / wall, wall);
+  if (expected_messages_ > sent && sent > 0) std::fprintf(stderr, ", ~%.0f s left", wall * (expected_messages_ - sent) / sent);
+  std::fprintf(stderr, "   ");
+  std::fflush(stderr);
+  progress_shown_ = true;
+}
+
+}  // namespace mksim::sim

@@ -1,0 +1,204 @@
+// The replay's transport and scheduling layer: MPI point-to-point semantics (matching, eager and rendezvous,
+// overheads) on SimGrid transfers, each rank's clock, blocking and waking, deadlock detection, progress.
+// The interpreter (replay.cpp) walks the skeleton and calls this layer; it does not touch SimGrid's comms.
+// For this folder only (includes SimGrid).
+#pragma once
+
+#include "sim/engine/platform.hpp"
+
+#include <simgrid/s4u.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace mksim::sim {
+
+/** @brief Peer or tag of a receive that accepts any. */
+constexpr int ANY_PEER_OR_TAG = -1;
+
+/** @brief One MPI request (a send or a receive). Eager sends are complete once posted. */
+struct Request {
+  bool is_send = false;
+  bool eager = false;
+  bool started = false;  // the transfer exists or, for eager sends, the data left
+  bool done = false;     // the transfer finished (and, for a receive, it is matched)
+  std::uint8_t ctx = 0;  // 0: user messages, 1: collectives' internal messages
+  int owner = 0;
+  int peer = 0;          // destination of a send; source (or ANY_PEER_OR_TAG) of a receive
+  int tag = 0;           // or ANY_PEER_OR_TAG for receives
+  int block = -1;        // skeleton block that posted it
+  double size = 0;       // bytes
+  double match_time = 0; // when the partner arrived (the transfer started)
+  int matched_peer = -1; // for receives: the sender of the message matched (diagnosis: who was waited for)
+  double post_time = 0;  // the owner's time when it posted the request
+  double done_time = 0;  // when the transfer finished (done)
+  simgrid::s4u::Mailbox* box = nullptr;  // private mailbox of this transfer (from a pool), while it runs
+  simgrid::s4u::CommPtr put, get;        // for sends: both sides of the transfer, prepared by the sender's actor
+  std::shared_ptr<Request> matched_recv; // for sends: the receive that matched it
+};
+using ReqPtr = std::shared_ptr<Request>;
+
+/** @brief Thrown inside rank actors to unwind them when the run is aborted (deadlock, error, Ctrl-C). */
+struct Aborted {};
+
+/** @brief How the interpreter names things in messages: a block's id, and "file: block: rank r: ". */
+struct Naming {
+  std::function<std::string(int block)> block_id;
+  std::function<std::string(int rank, int block)> where;
+};
+
+/**
+ * @brief Point-to-point transport for P ranks, one SimGrid actor each (they run one at a time: no locking).
+ *
+ * A rank never sleeps: compute and overheads advance its own clock (now(r)), which runs ahead of the
+ * engine's. A send or receive it posts becomes an event at the rank's time; the events are processed in
+ * (time, posting order) by a SimGrid kernel timer, in maestro, where the matching is done and transfers are
+ * started, waking nobody. A transfer is a SimGrid mailbox comm whose sides the sender's actor prepared when
+ * it posted (put_init, get_init): the put goes to a private mailbox whose permanent receiver is the
+ * destination's actor, so SimGrid starts the transfer to the destination's host at once; the get, the
+ * sender's too, takes it out of the mailbox again, so that the sender alone holds the comm and releases it
+ * with one wait once it is over. (SimGrid's host-to-host comms are detached, and in SimGrid 3.32 the end of
+ * each detached comm scans a list of all of them: quadratic at scale; hence mailbox comms.) A rank is
+ * scheduled only when it must block (a wait whose request is not complete, a measured collective) and to
+ * release its finished transfers. Nobody waits for a transfer's end: transfer_finished() reports it.
+ */
+class Transport {
+ public:
+  /** @brief `m`: the MPI costs the transport charges (overheads, eager threshold, per-regime figures). */
+  Transport(int P, const MachineParams& m, Naming naming);
+
+  // ---- set-up (before the simulation runs) ----
+  /** @brief The actor of rank r: the receiver of the transfers to r. */
+  void set_actor(int r, simgrid::s4u::ActorPtr actor);
+  /** @brief Shows progress on stderr (a terminal) with `expected` messages in all (0: unknown). */
+  void enable_progress(double expected);
+  /** @brief Ends the progress line, if one was shown. */
+  void end_progress();
+
+  // ---- what a rank's actor calls ----
+  /** @brief The rank's own time (never behind the engine's clock while the rank runs). */
+  double now(int r) const { return ranks_[r].lt; }
+  /** @brief Local work (compute, overheads): the rank's clock moves ahead; nothing is slept. */
+  void advance(int r, double seconds) { ranks_[r].lt += seconds; }
+  /** @brief Moves the rank's clock to `t` if it is behind. */
+  void advance_to(int r, double t) { ranks_[r].lt = std::max(ranks_[r].lt, t); }
+  /** @brief Posts a send (the sender pays its overheads first); the transfer starts at the rank's time. */
+  ReqPtr post_send(int me, int dst, int tag, std::uint8_t ctx, double size, int block);
+  /** @brief Posts a receive at the rank's time. */
+  ReqPtr post_recv(int me, int src, int tag, std::uint8_t ctx, double size, int block);
+  /** @brief Blocks the rank until the request completes (an eager send at once); a receive then pays r + o. */
+  void wait(int me, const ReqPtr& req);
+  /** @brief A measured collective's rendezvous `seq`: returns when all P ranks have arrived, the rank's clock
+   *  at the latest arrival. `kind` names it in deadlock reports. */
+  void gather(int me, int seq, const char* kind);
+  /** @brief The rank's program ended: its posts are processed and its transfers released before its actor
+   *  ends (SimGrid cancels an exiting actor's comms). */
+  void finish_rank(int r);
+  /** @brief Throws Aborted when the run is being aborted. */
+  void check_abort() const {
+    if (aborting_) throw Aborted{};
+  }
+  /** @brief Stops the run with this error (the first one given is kept); every rank unwinds. */
+  void abort_run(const std::string& why);
+
+  // ---- from SimGrid (maestro) ----
+  /** @brief A network action changed state. */
+  void transfer_finished(const void* comm_impl);
+
+  // ---- after the simulation ----
+  const std::string& error() const { return error_; }
+  bool deadlocked() const { return deadlocked_; }
+  /** @brief Messages sent but never received by the end of the run ("" when none): MPI would leak them. */
+  std::string unmatched_messages() const;
+  /** @brief Ranks whose actor did not reach its end (SimGrid killed it), as "0, 5, ..."; "" when none. */
+  std::string incomplete_ranks() const;
+
+ private:
+  /** @brief A post waiting for its time (the owner's clock when it posted). */
+  struct Event {
+    double t;
+    std::uint64_t seq;
+    ReqPtr req;
+    bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+  };
+  struct Rank {
+    double lt = 0;                      // the rank's own time
+    simgrid::s4u::SemaphorePtr sem;     // where it blocks
+    std::vector<ReqPtr> posted;         // receives waiting for a message
+    std::vector<ReqPtr> unexpected;     // messages (eager) or rendezvous sends waiting for a receive
+    std::vector<ReqPtr> handles;        // its sends whose transfer started, until released (one wait)
+    long pending = 0;                   // its posts not yet processed (their time not reached)
+    bool blocked = false;               // waiting on sem for a partner
+    const Request* waiting_for = nullptr;
+    const char* in_measured = nullptr;  // waiting for the others in this measured collective
+    bool finished = false;              // its program ended
+    bool draining = false;              // releasing its last transfers
+    bool poked = false;                 // released while draining
+    bool completed = false;             // the actor reached its end (not killed by SimGrid)
+  };
+  /** @brief One measured collective under way: who has arrived, who waits, who has left. */
+  struct Gathering {
+    int arrived = 0, left = 0;
+    bool complete = false;
+    double last = 0;  // the latest arrival time
+    std::vector<int> waiting;
+  };
+
+  static bool matches(const Request& recv, const Request& send);
+  void schedule_post(const ReqPtr& req);
+  void arm(double t);
+  void on_timer(double t);
+  void match_send(const ReqPtr& req);
+  void match_recv(const ReqPtr& req);
+  void launch(const ReqPtr& send);
+  static void retire(std::vector<ReqPtr>& handles);
+  simgrid::s4u::Mailbox* acquire_box();
+  void bind(const Request& send, Request& recv);
+  void finish(Request& send);
+  void block(int me, const Request* q, const char* in_measured);
+  void poke(int r);
+  void wake(int r);
+  void check_deadlock();
+  void progress();
+  std::string fmt(double v) const;
+
+  int P_;
+  MachineParams m_;
+  Naming naming_;
+  std::vector<Rank> ranks_;
+  std::vector<simgrid::s4u::ActorPtr> actors_;  // rank -> its actor (the receiver of its transfers)
+  int active_ = 0;     // ranks neither finished nor blocked on their semaphore
+  long inflight_ = 0;  // transfers started and not finished
+  std::unordered_map<const void*, ReqPtr> transfers_;  // SimGrid comm impl -> its send
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;  // posts waiting for their time
+  std::uint64_t event_seq_ = 0;
+  double armed_;                      // earliest time a kernel timer is set for
+  void* sink_ = nullptr;              // where SimGrid "copies" payload pointers (never read)
+  simgrid::s4u::Mailbox* send_box_;   // placeholder mailbox of prepared sides
+  std::vector<simgrid::s4u::Mailbox*> free_boxes_;
+  long boxes_created_ = 0;
+  std::map<int, Gathering> gatherings_;
+  std::vector<ReqPtr> graveyard_;     // sends still running when their rank ended (abort): their handles
+  bool aborting_ = false;
+  bool deadlocked_ = false;
+  std::string error_;
+  // Progress
+  std::uint64_t messages_ = 0;        // sends posted so far
+  std::uint64_t progress_calls_ = 0;
+  bool progress_ = false, progress_shown_ = false;
+  double expected_messages_ = 0;
+  std::chrono::steady_clock::time_point progress_start_, progress_last_;
+};
+
+/** @brief Ctrl-C while a replay runs: the run stops as if it failed (no result is written). */
+void install_interrupt_handler();
+void restore_interrupt_handler();
+
+}  // namespace mksim::sim
