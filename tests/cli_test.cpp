@@ -10,6 +10,11 @@
 #include <cstdlib>
 #include <sstream>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 namespace fs = std::filesystem;
 using mksim::sim::run_cli;
 
@@ -191,4 +196,34 @@ TEST(Cli, MkskelShowPrintsRegionsAndDistributions) {
   EXPECT_NE(text.find("compute seconds=0.002 dist=empirical(min 0.5, median 1, max 1.5 x mean)"), std::string::npos) << text;
   CliRun check = cli({"check", "--skeleton", skel.string(), "--P", "4"});
   EXPECT_EQ(check.code, 0) << check.err;
+}
+
+// Issue 20: Ctrl-C (SIGINT) stops a long replay cleanly, with a message and no result file.
+TEST(Cli, InterruptStopsALongReplayAndWritesNothing) {
+  const fs::path out = tmpdir() / "interrupted.h5";
+  const fs::path log = tmpdir() / "interrupted.txt";
+  const std::string bin = std::string(MKSIM_BINARY_DIR) + "/sim/mksim";
+  const std::string plat = src("platforms/t3e.xml"), sk = src("skeletons/examples/atm2d.json");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // about 10^9 steps: hours if nothing stops it
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::execl(bin.c_str(), bin.c_str(), "--platform", plat.c_str(), "--P", "4", "--skeleton", sk.c_str(), "--param",
+            "steps=1000000000", "-o", out.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::sleep(2);  // let it load and replay for a while
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_NE(WEXITSTATUS(status), 0);
+  std::ifstream f(log);
+  std::stringstream text;
+  text << f.rdbuf();
+  EXPECT_NE(text.str().find("interrupted (Ctrl-C): no result written"), std::string::npos) << text.str();
+  EXPECT_FALSE(fs::exists(out));
 }
