@@ -339,6 +339,9 @@ def main(argv=None):
                     if mk.get("sim_time_s") and sm.get("sim_time_s"):
                         mk["sim_ratio_mksim_over_smpi"] = mk["sim_time_s"] / sm["sim_time_s"]
                     mk["speedup_mksim_vs_smpi"] = sm["wall_s"] / mk["wall_s"]
+                    if mk.get("messages") != sm.get("messages"):
+                        notes.append("P=%d %s: message counts differ (mksim %s, SMPI traces %s)" % (
+                            P, plat_name, mk.get("messages"), sm.get("messages")))
                 old = pair.get("old")
                 if old and old.get("status") == "ok" and sm and sm.get("status") == "ok":
                     if old.get("sim_time_s") and sm.get("sim_time_s"):
@@ -351,9 +354,6 @@ def main(argv=None):
                     if mk.get("messages") != old.get("messages"):
                         notes.append("P=%d %s: message counts differ (mksim %s, mksim-old %s)" % (
                             P, plat_name, mk.get("messages"), old.get("messages")))
-                    if mk.get("messages") != sm.get("messages"):
-                        notes.append("P=%d %s: message counts differ (mksim %s, SMPI traces %s)" % (
-                            P, plat_name, mk.get("messages"), sm.get("messages")))
                 for key in ("mksim", "old", "smpi"):
                     if key in pair:
                         row = dict(base)
