@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -36,7 +37,9 @@ std::string traced(const std::string& name, const std::string& args) {
   const fs::path dir = work_dir() / name;
   if (fs::exists(dir / "run.json")) return dir.string();
   fs::create_directories(work_dir());
-  const std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + MKTRACE + " -np 4 -o " + dir.string() +
+  // MKTRACE_CPU_TIME=1: the CPU time of every compute gap, whatever the number of cores (4 ranks on 2 cores get it
+  // anyway; on a machine with 4 or more cores the wall-clock gaps would include the other jobs' time slices)
+  const std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MKTRACE_CPU_TIME=1 " + MKTRACE + " -np 4 -o " + dir.string() +
                           " -- " + APP + " " + args + " > " + (work_dir() / (name + ".log")).string() + " 2>&1";
   const int rc = std::system(cmd.c_str());
   EXPECT_EQ(rc, 0) << cmd;
@@ -143,11 +146,28 @@ TEST(DiagnoseTrace, LateReceiverIsFoundWithTheRankAndCallSiteCausingIt) {
 
 TEST(DiagnoseTrace, UnmodifiedRunHasNothingAboveThreshold) {
   std::string text;
-  // Real runs of 4 ranks on 2 cores: with wall-clock gaps scheduling noise reached 4.2-15% here and this test held
-  // the run to 10%; the CPU times of the gaps leave it out, and the default threshold holds.
+  // Real runs of 4 ranks on 2 cores, possibly beside other jobs: the ranks wait for each other in wall-clock time
+  // (0.15-0.43 s of the largest waits measured here under load), and those waits are listed. What a finding's gain
+  // rests on is not wall-clock time: the imbalance of the compute gaps' CPU times (MKTRACE_CPU_TIME=1, each rank's
+  // median gap), and a wait's gain is its origin's imbalance or 0. So the check holds under load and still fails
+  // when the computation is imbalanced (the slow rank above: 44%). With wall-clock gaps scheduling noise reached
+  // 4.2-15% here and this test had to allow 10%.
   const results::Diagnosis d = diagnose({unmodified()}, &text);
   EXPECT_GT(d.baseline_time_s, 0);
-  for (const auto& p : d.problems) EXPECT_LT(p.gain_pct, THRESHOLD_PCT) << p.kind << " " << p.block << ": " << p.method;
+  double largest_wait = 0;
+  for (const auto& p : d.problems) {
+    EXPECT_LT(p.gain_pct, THRESHOLD_PCT) << p.kind << " " << p.block << ": " << p.method;
+    if (p.kind == "late_sender" || p.kind == "late_receiver" || p.kind == "collective_wait") {
+      largest_wait = std::max(largest_wait, p.measured_s);
+      // a wait is worth what fixing its origin saves: 0 here (no compute imbalance), whatever the wait measured
+      const results::Problem* origin = nullptr;
+      for (const auto& q : d.problems)
+        if ((q.kind == "imbalance" || q.kind == "event_imbalance") && has(p.ranks, "(" + q.block)) origin = &q;
+      EXPECT_LE(p.gain_s, origin ? origin->gain_s : 0.0) << p.kind << " " << p.block << ": " << p.ranks;
+    }
+  }
+  std::printf("unmodified run: %.6f s, largest wait %.6f s (%.1f%%), no finding's gain above %.0f%%\n", d.baseline_time_s, largest_wait,
+              100 * largest_wait / d.baseline_time_s, THRESHOLD_PCT);
   EXPECT_TRUE(has(text, " 0 above the 5% threshold")) << text;
 }
 
