@@ -5,6 +5,7 @@
 #include "results/diagnosis.hpp"
 #include "sim/cli/diagnose_cli.hpp"
 #include "sim/diagnosis/trace_diagnose.hpp"
+#include "skeletons/trace/reader.hpp"
 
 #include <gtest/gtest.h>
 
@@ -75,6 +76,32 @@ const results::Problem* find(const results::Diagnosis& d, const std::string& kin
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+/** @brief The largest rank's computation in the traced run: the sum of its gaps' CPU times. */
+double computation_s(const std::string& dir) {
+  const trace::Run run = trace::read_run(dir, {.require_complete = true});
+  double most = 0;
+  for (const auto& rank : run.ranks) {
+    double sum = 0, prev = 0;
+    for (const auto& e : rank.events) {
+      if (e.kind != trace::Kind::INIT) sum += e.gap_after(prev);
+      prev = e.t_exit;
+    }
+    most = std::max(most, sum);
+  }
+  return most;
+}
+
+/** @brief The finding is above the threshold of the program's own time. gain_pct is of the traced run's wall-clock
+ *  span, which other jobs stretch (beside other builds at load 20 on 2 cores: 5-8 s for 0.45 s of work, the injected
+ *  gains then 2.5-3% of it); the gain is compared instead with twice the largest rank's computation (CPU time), a
+ *  generous bound on the undisturbed run (its communication is a few ms). The percentage is printed. */
+void expect_above_threshold(const results::Problem& p, const std::string& dir) {
+  const double program = 2 * computation_s(dir);
+  std::printf("%s: gain %.6f s, %.2f%% of the traced span, %.1f%% of twice the largest computation (%.6f s)\n", p.kind.c_str(), p.gain_s,
+              p.gain_pct, 100 * p.gain_s / program, program / 2);
+  EXPECT_GE(p.gain_s, THRESHOLD_PCT / 100 * program) << p.kind << " " << p.block;
+}
+
 /** @brief Removes the traces of this process at the end. */
 class Cleanup : public ::testing::Environment {
  public:
@@ -92,7 +119,7 @@ TEST(DiagnoseTrace, ImbalancedRankIsFoundRankedFirstAndItsWaitsTracedBackToIt) {
   EXPECT_EQ(first.kind, "imbalance");
   EXPECT_TRUE(has(first.block, "compute before MPI_Sendrecv")) << first.block;
   EXPECT_TRUE(has(first.ranks, "rank 2 (max")) << first.ranks;
-  EXPECT_GE(first.gain_pct, THRESHOLD_PCT);
+  expect_above_threshold(first, slow_rank());
   // without a platform the gain is max - mean of the ranks' median gap x executions; the plain sums' max - mean
   // (measured_s) is printed beside it and agrees when nothing else disturbs the ranks
   EXPECT_GT(first.measured_s, 0.5 * first.gain_s);
@@ -134,7 +161,7 @@ TEST(DiagnoseTrace, LateReceiverIsFoundWithTheRankAndCallSiteCausingIt) {
   EXPECT_TRUE(first.kind == "event_imbalance" || first.kind == "imbalance") << first.kind;
   EXPECT_TRUE(has(first.block, "compute before MPI_Recv")) << first.block;
   EXPECT_TRUE(has(first.ranks, "rank 1 (max")) << first.ranks;
-  EXPECT_GE(first.gain_pct, THRESHOLD_PCT);
+  expect_above_threshold(first, late_receiver());
   EXPECT_NEAR(first.gain_s, 0.3375, 0.1 * 0.3375);  // the injected excess: 30 x 15 ms x 3/4
   const results::Problem* late = find(d, "late_receiver", "MPI_Send");
   ASSERT_NE(late, nullptr);
