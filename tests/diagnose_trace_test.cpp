@@ -212,17 +212,24 @@ TEST(DiagnoseTrace, WithAPlatformTheSkeletonBuiltFromTheTraceGivesSimulatedGains
   for (const auto& [k, v] : d.attributes) simulated_baseline = simulated_baseline || k == "simulated.baseline_time_s";
   EXPECT_TRUE(simulated_baseline);
   // the imbalanced rank: simulated when the builder fitted the compute with a rank dependence, else measured and
-  // said so; either way the cause comes before the waits it causes
+  // said so; either way the cause comes before the waits it causes. It is not always first: findings only the
+  // skeleton gives (here granularity, 6.2% of the simulated run) are scaled to the traced run by its wall-clock span,
+  // which other jobs stretch (3.5-5.6 s for 0.45 s of work at load 20 on 2 cores), while a measured imbalance is in
+  // CPU seconds; quiet, the granularity finding is 0.03 s against the imbalance's 0.2 s.
   const results::Diagnosis s = diagnose({slow_rank(), "--platform", PARAGON});
   ASSERT_FALSE(s.problems.empty());
-  const results::Problem& top = s.problems.front();
-  EXPECT_EQ(top.kind, "imbalance");
-  EXPECT_TRUE(top.method.rfind("simulated (skeleton built from the trace", 0) == 0 ||
-              has(top.method, "not simulated: the skeleton built from the trace"))
-      << top.method;
+  const results::Problem* imb = find(s, "imbalance", "compute before MPI_Sendrecv");
+  ASSERT_NE(imb, nullptr);
+  EXPECT_TRUE(has(imb->ranks, "rank 2 (max")) << imb->ranks;
+  EXPECT_TRUE(imb->method.rfind("simulated (skeleton built from the trace", 0) == 0 ||
+              has(imb->method, "not simulated: the skeleton built from the trace"))
+      << imb->method;
+  bool above = true;  // nothing but skeleton-only findings ranks above it
   for (const auto& p : s.problems) {
+    if (&p == imb) above = false;
+    if (above) EXPECT_LT(p.measured_s, 0) << p.kind << " " << p.block << " ranks above the imbalance: " << p.method;
     if (p.kind == "late_sender" || p.kind == "collective_wait") {
-      EXPECT_LE(p.gain_s, top.gain_s) << p.kind << " " << p.method;
+      EXPECT_LE(p.gain_s, imb->gain_s) << p.kind << " " << p.method;
     }
   }
 }
