@@ -227,7 +227,9 @@ TEST(DiagnoseTrace, WithAPlatformTheSkeletonBuiltFromTheTraceGivesSimulatedGains
   bool above = true;  // nothing but skeleton-only findings ranks above it
   for (const auto& p : s.problems) {
     if (&p == imb) above = false;
-    if (above) EXPECT_LT(p.measured_s, 0) << p.kind << " " << p.block << " ranks above the imbalance: " << p.method;
+    if (above) {
+      EXPECT_LT(p.measured_s, 0) << p.kind << " " << p.block << " ranks above the imbalance: " << p.method;
+    }
     if (p.kind == "late_sender" || p.kind == "collective_wait") {
       EXPECT_LE(p.gain_s, imb->gain_s) << p.kind << " " << p.method;
     }

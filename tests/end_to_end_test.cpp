@@ -19,10 +19,10 @@
 //    figures are printed either way.
 #include "results/hdf5_io.hpp"
 #include "skeletons/trace/reader.hpp"
+#include "tests/process_util.hpp"
 
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -44,18 +44,8 @@ const std::string BIN = MKSIM_BINARY_DIR;
 const std::string MPI_ENV = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ";
 constexpr int P = 2;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-/** @brief Runs a shell command with its output in `log`; the exit code (-1 when killed). */
-int sh(const std::string& cmd, const fs::path& log) {
-  const int rc = std::system((cmd + " >" + log.string() + " 2>&1").c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+/** @brief Runs a shell command; its exit code and its output (stdout and stderr). */
+std::pair<int, std::string> sh(const std::string& cmd) { return mksim::test::shell(cmd + " 2>&1"); }
 
 /** @brief One measured (traced) run: per rank, the wall time from the exit of MPI_Init to the entry of MPI_Finalize,
  *  and the CPU time of the computation in between (the sum of the gaps' CPU times). */
@@ -112,7 +102,8 @@ TEST(EndToEnd, TracedSkeletonPredictsAnUntracedSizeOnACalibratedPlatform) {
     const std::string cmd = MPI_ENV + "MKTRACE_CPU_TIME=1 " + BIN + "/trace/mktrace -np " + std::to_string(P) + " --param N=" +
                             std::to_string(N) + " --param steps=" + std::to_string(steps) + " -o " + (dir / name).string() + " -- " +
                             app + " " + std::to_string(N) + " " + std::to_string(steps);
-    ASSERT_EQ(sh(cmd, dir / (name + ".log")), 0) << cmd << "\n" << slurp(dir / (name + ".log"));
+    const auto [rc, out] = sh(cmd);
+    ASSERT_EQ(rc, 0) << cmd << "\n" << out;
     traces.push_back((dir / name).string());
   }
 
@@ -121,21 +112,24 @@ TEST(EndToEnd, TracedSkeletonPredictsAnUntracedSizeOnACalibratedPlatform) {
   std::string cmd = BIN + "/sim/mkskel build";
   for (const auto& t : traces) cmd += " " + t;
   cmd += " -o " + skel;
-  ASSERT_EQ(sh(cmd, dir / "mkskel.log"), 0) << slurp(dir / "mkskel.log");
-  std::printf("%s", slurp(dir / "mkskel.log").substr(0, 400).c_str());
+  const auto [rc, out] = sh(cmd);
+  ASSERT_EQ(rc, 0) << out;
+  std::printf("%s", out.substr(0, 400).c_str());
 
   // 3. a platform for this machine: the network's figures from the point-to-point microbenchmarks, in the T3E's layout
   const std::string db = (dir / "vm.h5").string(), platform = (dir / "vm.xml").string();
-  ASSERT_EQ(sh(MPI_ENV + BIN + "/sim/mkcalib bench -np 2 --quick --kernels p2p,overheads -o " + db, dir / "bench.log"), 0)
-      << slurp(dir / "bench.log");
-  ASSERT_EQ(sh(BIN + "/sim/mkcalib fit --platform t3e --db " + db + " -o " + platform, dir / "fit.log"), 0) << slurp(dir / "fit.log");
+  const auto [rc_bench, bench] = sh(MPI_ENV + BIN + "/sim/mkcalib bench -np 2 --quick --kernels p2p,overheads -o " + db);
+  ASSERT_EQ(rc_bench, 0) << bench;
+  const auto [rc_fit, fit] = sh(BIN + "/sim/mkcalib fit --platform t3e --db " + db + " -o " + platform);
+  ASSERT_EQ(rc_fit, 0) << fit;
 
   // 4. predict a size and a step count never traced
   const int N = 1280, steps = 25;
   const std::string h5 = (dir / "predicted.h5").string();
   const std::string predict = BIN + "/sim/mksim --platform " + platform + " --P 2 --skeleton " + skel + " --param N=" +
                               std::to_string(N) + ",steps=" + std::to_string(steps) + " -o " + h5;
-  ASSERT_EQ(sh(predict, dir / "predict.log"), 0) << slurp(dir / "predict.log");
+  const auto [rc_predict, predict_out] = sh(predict);
+  ASSERT_EQ(rc_predict, 0) << predict_out;
   const auto predicted = mksim::results::read_run_hdf5(h5);
   ASSERT_EQ(predicted.ranks.size(), static_cast<std::size_t>(P));
 
@@ -145,7 +139,8 @@ TEST(EndToEnd, TracedSkeletonPredictsAnUntracedSizeOnACalibratedPlatform) {
     const std::string name = "measured-" + std::to_string(rep);
     const std::string run = MPI_ENV + "MKTRACE_CPU_TIME=1 " + BIN + "/trace/mktrace -np " + std::to_string(P) + " -o " +
                             (dir / name).string() + " -- " + app + " " + std::to_string(N) + " " + std::to_string(steps);
-    ASSERT_EQ(sh(run, dir / (name + ".log")), 0) << run << "\n" << slurp(dir / (name + ".log"));
+    const auto [rc_run, run_out] = sh(run);
+    ASSERT_EQ(rc_run, 0) << run << "\n" << run_out;
     runs.push_back(measured_from_trace((dir / name).string()));
     ASSERT_EQ(runs.back().cpu.size(), static_cast<std::size_t>(P));
   }

@@ -3,12 +3,12 @@
 // split into two sub-communicators whose local ranks differ from the world ranks, a bcast and a send/recv
 // on them), reads it back with read_otf2_run and checks it field by field; then bad archives.
 #include "skeletons/trace/otf2_reader.hpp"
+#include "tests/process_util.hpp"
 
 #include <otf2/otf2.h>
 
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -689,14 +689,8 @@ TEST_F(Otf2Test, MkskelBuildTakesTheRunParametersAfterTheAnchorFile) {
   large.ring_bytes = 1600;
   const std::string a = write_ring(tmp_ / "n100", small).anchor.string();
   const std::string b = write_ring(tmp_ / "n200", large).anchor.string();
-  const fs::path skel = tmp_ / "ring.json", log = tmp_ / "mkskel.log";
-  auto mkskel = [&](const std::string& args) {
-    const int rc = std::system((std::string(MKSKEL_BIN) + " build " + args + " >" + log.string() + " 2>&1").c_str());
-    std::ifstream f(log);
-    std::stringstream text;
-    text << f.rdbuf();
-    return std::make_pair(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, text.str());
-  };
+  const fs::path skel = tmp_ / "ring.json";
+  auto mkskel = [&](const std::string& args) { return mksim::test::shell(std::string(MKSKEL_BIN) + " build " + args + " 2>&1"); };
   const auto ok = mkskel(a + "::N=100 " + b + "::N=200 -o " + skel.string());
   ASSERT_EQ(ok.first, 0) << ok.second;
   EXPECT_NE(ok.second.find("from 2 run(s)"), std::string::npos) << ok.second;
