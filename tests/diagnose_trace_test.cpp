@@ -5,9 +5,11 @@
 #include "results/diagnosis.hpp"
 #include "sim/cli/diagnose_cli.hpp"
 #include "sim/diagnosis/trace_diagnose.hpp"
+#include "skeletons/trace/reader.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -36,7 +38,9 @@ std::string traced(const std::string& name, const std::string& args) {
   const fs::path dir = work_dir() / name;
   if (fs::exists(dir / "run.json")) return dir.string();
   fs::create_directories(work_dir());
-  const std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + MKTRACE + " -np 4 -o " + dir.string() +
+  // MKTRACE_CPU_TIME=1: the CPU time of every compute gap, whatever the number of cores (4 ranks on 2 cores get it
+  // anyway; on a machine with 4 or more cores the wall-clock gaps would include the other jobs' time slices)
+  const std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MKTRACE_CPU_TIME=1 " + MKTRACE + " -np 4 -o " + dir.string() +
                           " -- " + APP + " " + args + " > " + (work_dir() / (name + ".log")).string() + " 2>&1";
   const int rc = std::system(cmd.c_str());
   EXPECT_EQ(rc, 0) << cmd;
@@ -72,6 +76,32 @@ const results::Problem* find(const results::Diagnosis& d, const std::string& kin
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+/** @brief The largest rank's computation in the traced run: the sum of its gaps' CPU times. */
+double computation_s(const std::string& dir) {
+  const trace::Run run = trace::read_run(dir, {.require_complete = true});
+  double most = 0;
+  for (const auto& rank : run.ranks) {
+    double sum = 0, prev = 0;
+    for (const auto& e : rank.events) {
+      if (e.kind != trace::Kind::INIT) sum += e.gap_after(prev);
+      prev = e.t_exit;
+    }
+    most = std::max(most, sum);
+  }
+  return most;
+}
+
+/** @brief The finding is above the threshold of the program's own time. gain_pct is of the traced run's wall-clock
+ *  span, which other jobs stretch (beside other builds at load 20 on 2 cores: 5-8 s for 0.45 s of work, the injected
+ *  gains then 2.5-3% of it); the gain is compared instead with twice the largest rank's computation (CPU time), a
+ *  generous bound on the undisturbed run (its communication is a few ms). The percentage is printed. */
+void expect_above_threshold(const results::Problem& p, const std::string& dir) {
+  const double program = 2 * computation_s(dir);
+  std::printf("%s: gain %.6f s, %.2f%% of the traced span, %.1f%% of twice the largest computation (%.6f s)\n", p.kind.c_str(), p.gain_s,
+              p.gain_pct, 100 * p.gain_s / program, program / 2);
+  EXPECT_GE(p.gain_s, THRESHOLD_PCT / 100 * program) << p.kind << " " << p.block;
+}
+
 /** @brief Removes the traces of this process at the end. */
 class Cleanup : public ::testing::Environment {
  public:
@@ -89,7 +119,7 @@ TEST(DiagnoseTrace, ImbalancedRankIsFoundRankedFirstAndItsWaitsTracedBackToIt) {
   EXPECT_EQ(first.kind, "imbalance");
   EXPECT_TRUE(has(first.block, "compute before MPI_Sendrecv")) << first.block;
   EXPECT_TRUE(has(first.ranks, "rank 2 (max")) << first.ranks;
-  EXPECT_GE(first.gain_pct, THRESHOLD_PCT);
+  expect_above_threshold(first, slow_rank());
   // without a platform the gain is max - mean of the ranks' median gap x executions; the plain sums' max - mean
   // (measured_s) is printed beside it and agrees when nothing else disturbs the ranks
   EXPECT_GT(first.measured_s, 0.5 * first.gain_s);
@@ -131,7 +161,7 @@ TEST(DiagnoseTrace, LateReceiverIsFoundWithTheRankAndCallSiteCausingIt) {
   EXPECT_TRUE(first.kind == "event_imbalance" || first.kind == "imbalance") << first.kind;
   EXPECT_TRUE(has(first.block, "compute before MPI_Recv")) << first.block;
   EXPECT_TRUE(has(first.ranks, "rank 1 (max")) << first.ranks;
-  EXPECT_GE(first.gain_pct, THRESHOLD_PCT);
+  expect_above_threshold(first, late_receiver());
   EXPECT_NEAR(first.gain_s, 0.3375, 0.1 * 0.3375);  // the injected excess: 30 x 15 ms x 3/4
   const results::Problem* late = find(d, "late_receiver", "MPI_Send");
   ASSERT_NE(late, nullptr);
@@ -143,11 +173,28 @@ TEST(DiagnoseTrace, LateReceiverIsFoundWithTheRankAndCallSiteCausingIt) {
 
 TEST(DiagnoseTrace, UnmodifiedRunHasNothingAboveThreshold) {
   std::string text;
-  // Real runs of 4 ranks on 2 cores: with wall-clock gaps scheduling noise reached 4.2-15% here and this test held
-  // the run to 10%; the CPU times of the gaps leave it out, and the default threshold holds.
+  // Real runs of 4 ranks on 2 cores, possibly beside other jobs: the ranks wait for each other in wall-clock time
+  // (0.15-0.43 s of the largest waits measured here under load), and those waits are listed. What a finding's gain
+  // rests on is not wall-clock time: the imbalance of the compute gaps' CPU times (MKTRACE_CPU_TIME=1, each rank's
+  // median gap), and a wait's gain is its origin's imbalance or 0. So the check holds under load and still fails
+  // when the computation is imbalanced (the slow rank above: 44%). With wall-clock gaps scheduling noise reached
+  // 4.2-15% here and this test had to allow 10%.
   const results::Diagnosis d = diagnose({unmodified()}, &text);
   EXPECT_GT(d.baseline_time_s, 0);
-  for (const auto& p : d.problems) EXPECT_LT(p.gain_pct, THRESHOLD_PCT) << p.kind << " " << p.block << ": " << p.method;
+  double largest_wait = 0;
+  for (const auto& p : d.problems) {
+    EXPECT_LT(p.gain_pct, THRESHOLD_PCT) << p.kind << " " << p.block << ": " << p.method;
+    if (p.kind == "late_sender" || p.kind == "late_receiver" || p.kind == "collective_wait") {
+      largest_wait = std::max(largest_wait, p.measured_s);
+      // a wait is worth what fixing its origin saves: 0 here (no compute imbalance), whatever the wait measured
+      const results::Problem* origin = nullptr;
+      for (const auto& q : d.problems)
+        if ((q.kind == "imbalance" || q.kind == "event_imbalance") && has(p.ranks, "(" + q.block)) origin = &q;
+      EXPECT_LE(p.gain_s, origin ? origin->gain_s : 0.0) << p.kind << " " << p.block << ": " << p.ranks;
+    }
+  }
+  std::printf("unmodified run: %.6f s, largest wait %.6f s (%.1f%%), no finding's gain above %.0f%%\n", d.baseline_time_s, largest_wait,
+              100 * largest_wait / d.baseline_time_s, THRESHOLD_PCT);
   EXPECT_TRUE(has(text, " 0 above the 5% threshold")) << text;
 }
 
@@ -165,17 +212,26 @@ TEST(DiagnoseTrace, WithAPlatformTheSkeletonBuiltFromTheTraceGivesSimulatedGains
   for (const auto& [k, v] : d.attributes) simulated_baseline = simulated_baseline || k == "simulated.baseline_time_s";
   EXPECT_TRUE(simulated_baseline);
   // the imbalanced rank: simulated when the builder fitted the compute with a rank dependence, else measured and
-  // said so; either way the cause comes before the waits it causes
+  // said so; either way the cause comes before the waits it causes. It is not always first: findings only the
+  // skeleton gives (here granularity, 6.2% of the simulated run) are scaled to the traced run by its wall-clock span,
+  // which other jobs stretch (3.5-5.6 s for 0.45 s of work at load 20 on 2 cores), while a measured imbalance is in
+  // CPU seconds; quiet, the granularity finding is 0.03 s against the imbalance's 0.2 s.
   const results::Diagnosis s = diagnose({slow_rank(), "--platform", PARAGON});
   ASSERT_FALSE(s.problems.empty());
-  const results::Problem& top = s.problems.front();
-  EXPECT_EQ(top.kind, "imbalance");
-  EXPECT_TRUE(top.method.rfind("simulated (skeleton built from the trace", 0) == 0 ||
-              has(top.method, "not simulated: the skeleton built from the trace"))
-      << top.method;
+  const results::Problem* imb = find(s, "imbalance", "compute before MPI_Sendrecv");
+  ASSERT_NE(imb, nullptr);
+  EXPECT_TRUE(has(imb->ranks, "rank 2 (max")) << imb->ranks;
+  EXPECT_TRUE(imb->method.rfind("simulated (skeleton built from the trace", 0) == 0 ||
+              has(imb->method, "not simulated: the skeleton built from the trace"))
+      << imb->method;
+  bool above = true;  // nothing but skeleton-only findings ranks above it
   for (const auto& p : s.problems) {
+    if (&p == imb) above = false;
+    if (above) {
+      EXPECT_LT(p.measured_s, 0) << p.kind << " " << p.block << " ranks above the imbalance: " << p.method;
+    }
     if (p.kind == "late_sender" || p.kind == "collective_wait") {
-      EXPECT_LE(p.gain_s, top.gain_s) << p.kind << " " << p.method;
+      EXPECT_LE(p.gain_s, imb->gain_s) << p.kind << " " << p.method;
     }
   }
 }

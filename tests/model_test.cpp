@@ -12,6 +12,8 @@
 
 #include <cmath>
 #include <map>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -53,6 +55,28 @@ TEST(ModelVsReplay, Atm2dT3eP64) { EXPECT_LT(std::fabs(relative_gap({"atm2d", "t
 TEST(ModelVsReplay, CgParagonP32) { EXPECT_LT(std::fabs(relative_gap({"cg", "paragon", 32, {{"iters", 5}}})), 0.01); }
 TEST(ModelVsReplay, CgT3eP64) { EXPECT_LT(std::fabs(relative_gap({"cg", "t3e", 64, {{"iters", 5}}})), 0.01); }
 
+/** @brief The identifiers of a formula (symbols and function names such as min, ceil, sqrt): a check that a
+ *  term is made of what it should be, which a substring search ("s" is in "fwd_values") cannot be. */
+std::set<std::string> symbols(const std::string& formula) {
+  static const std::set<std::string> functions{"min", "max", "ceil", "floor", "sqrt", "log2", "log", "exp", "abs", "pow"};
+  std::set<std::string> out;
+  static const std::regex id("[A-Za-z_][A-Za-z_0-9]*");
+  for (std::sregex_iterator it(formula.begin(), formula.end(), id), end; it != end; ++it)
+    if (!functions.count(it->str())) out.insert(it->str());
+  return out;
+}
+
+struct ModelTermView {
+  std::string formula;
+  double value_s = 0;
+};
+
+ModelTermView term(const AnalyticModel& m, const std::string& phase, const std::string& kind) {
+  for (const auto& t : m.terms)
+    if (t.phase == phase && t.kind == kind) return {t.formula, t.value_s};
+  return {};
+}
+
 // PGE2 (seed 000 s.4.2): the back substitution is a pipeline of depth P/2 - 1 over the B = ceil(M/K) blocks,
 // the exchange a synchronous phase tau(m1) + s + r, and the forward and backward pipelines have the same form.
 TEST(ModelStructure, Pge2HasMksPhases) {
@@ -66,9 +90,15 @@ TEST(ModelStructure, Pge2HasMksPhases) {
   ASSERT_TRUE(by.count("exchange/synchronous"));
   EXPECT_NE(by["backward/pipeline"].find("D=P/2 - 1"), std::string::npos) << by["backward/pipeline"];
   EXPECT_NE(by["backward/pipeline"].find("ceil(M/K)"), std::string::npos) << by["backward/pipeline"];
-  // tau(m1) + s + r with m1 = M * fwd_values * value_bytes
-  const std::string ex = by["exchange/synchronous"];
-  for (const char* part : {"s", "r", "M", "fwd_values", "value_bytes"}) EXPECT_NE(ex.find(part), std::string::npos) << ex;
+  // tau(m1) + s + r (+ o) with m1 = M * fwd_values * value_bytes, over the exchange's own route (L2, beta2: the
+  // middle ranks' pair, not the pipelines' neighbours): exactly these symbols, and exactly this value
+  const ModelTermView ex = term(m, "exchange", "synchronous");
+  ASSERT_FALSE(ex.formula.empty());
+  EXPECT_EQ(symbols(ex.formula), (std::set<std::string>{"L2", "M", "beta2", "fwd_values", "value_bytes", "o", "r", "s"})) << ex.formula;
+  const auto& f = m.machine_symbols;
+  const double m1 = m.point.at("M") * m.point.at("fwd_values") * m.point.at("value_bytes");
+  EXPECT_NEAR(ex.value_s, f.at("L2") + m1 * f.at("beta2") + f.at("s") + f.at("r") + f.at("o"), 1e-15) << ex.formula;
+  EXPECT_GT(m1 * f.at("beta2"), 0.1 * ex.value_s);  // the message's size matters: m1 = 4 KiB at 30 MB/s
   EXPECT_TRUE(by.count("exchange/skew")) << "the Paragon's alpha*sqrt(P) belongs to synchronous phases";
 }
 

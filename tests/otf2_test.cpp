@@ -3,6 +3,7 @@
 // split into two sub-communicators whose local ranks differ from the world ranks, a bcast and a send/recv
 // on them), reads it back with read_otf2_run and checks it field by field; then bad archives.
 #include "skeletons/trace/otf2_reader.hpp"
+#include "tests/process_util.hpp"
 
 #include <otf2/otf2.h>
 
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -183,6 +185,7 @@ struct Options {
   bool harmless = false;          // rank 1 also writes metric, parameter and buffer-flush records
   bool rma = false;               // rank 1 writes an RmaPut record in the ring
   bool leave_mismatch = false;    // rank 3 leaves "halo" as "ring"
+  uint64_t ring_bytes = 800;      // size of the ring's messages
 };
 
 // What the archive holds beyond the events: where a test's special record went.
@@ -213,7 +216,7 @@ Written write_ring(const fs::path& dir, const Options& o = {}) {
         OTF2_EvtWriter_RmaPut(s.w, nullptr, tick(1350), 0, 2, 64, 0);
       }
       s.call(MPI_ISEND, 1400, 1420,
-             [&](uint64_t t) { OTF2_EvtWriter_MpiIsend(s.w, nullptr, t, right, WORLD, 7, 800, 78); });
+             [&](uint64_t t) { OTF2_EvtWriter_MpiIsend(s.w, nullptr, t, right, WORLD, 7, o.ring_bytes, 78); });
       if (o.harmless && r == 1) {
         const OTF2_Type types[] = {OTF2_TYPE_INT64};
         OTF2_MetricValue values[1];
@@ -223,7 +226,7 @@ Written write_ring(const fs::path& dir, const Options& o = {}) {
         OTF2_EvtWriter_BufferFlush(s.w, nullptr, tick(1470), tick(1480));
       }
       s.call(MPI_WAITALL, 1500, 1600, [&](uint64_t t) {
-        OTF2_EvtWriter_MpiIrecv(s.w, nullptr, t, left, WORLD, 7, 800, 77);
+        OTF2_EvtWriter_MpiIrecv(s.w, nullptr, t, left, WORLD, 7, o.ring_bytes, 77);
         OTF2_EvtWriter_MpiIsendComplete(s.w, nullptr, t + 1, 78);
       });
       s.leave(RING, 1700);
@@ -676,6 +679,37 @@ TEST_F(Otf2Test, CallingContextsGiveCallLines) {
   EXPECT_EQ(frames[1].offset, 9u);
   EXPECT_EQ(t.sites.at(a25).frames.at(0).offset, 25u);
   EXPECT_DOUBLE_EQ(t.events[2].t_exit, (1310 - 1000) * 1e-6);
+}
+
+// `mkskel build` (the binary) on OTF2 archives: they carry no run parameters, FILE::NAME=VALUE gives them and the
+// builder regresses in them (the ring's 800 and 1600 bytes at N = 100 and 200: size 8*N); without them the two runs
+// are one configuration given twice, with them on one run only the parameter names differ: exit 1, nothing written.
+TEST_F(Otf2Test, MkskelBuildTakesTheRunParametersAfterTheAnchorFile) {
+  Options small, large;
+  large.ring_bytes = 1600;
+  const std::string a = write_ring(tmp_ / "n100", small).anchor.string();
+  const std::string b = write_ring(tmp_ / "n200", large).anchor.string();
+  const fs::path skel = tmp_ / "ring.json";
+  auto mkskel = [&](const std::string& args) { return mksim::test::shell(std::string(MKSKEL_BIN) + " build " + args + " 2>&1"); };
+  const auto ok = mkskel(a + "::N=100 " + b + "::N=200 -o " + skel.string());
+  ASSERT_EQ(ok.first, 0) << ok.second;
+  EXPECT_NE(ok.second.find("from 2 run(s)"), std::string::npos) << ok.second;
+  std::ifstream f(skel);
+  std::stringstream json;
+  json << f.rdbuf();
+  EXPECT_NE(json.str().find("\"N\""), std::string::npos) << json.str();
+  EXPECT_NE(json.str().find("\"size\": \"8*N\""), std::string::npos) << json.str();
+  fs::remove(skel);
+  const auto bare = mkskel(a + " " + b + " -o " + skel.string());
+  EXPECT_EQ(bare.first, 1) << bare.second;
+  EXPECT_NE(bare.second.find("were traced with the same P and parameters"), std::string::npos) << bare.second;
+  const auto one = mkskel(a + "::N=100 " + b + " -o " + skel.string());
+  EXPECT_EQ(one.first, 1) << one.second;
+  EXPECT_NE(one.second.find("parameters differ"), std::string::npos) << one.second;
+  const auto bad = mkskel(a + "::N=x " + b + "::N=200 -o " + skel.string());
+  EXPECT_EQ(bad.first, 2) << bad.second;
+  EXPECT_NE(bad.second.find(a + "::N=x"), std::string::npos) << bad.second;
+  EXPECT_FALSE(fs::exists(skel));
 }
 
 }  // namespace

@@ -1,14 +1,17 @@
-// Least-squares model selection under noise (skeletons/builder/regress.hpp): a known law of two terms,
-// measured with 5% noise on a grid where an irrelevant parameter (steps) varies too, gives back exactly
-// its two terms, for several seeds: terms whose coefficient's 95% interval contains 0 are dropped.
+// Least-squares model selection under noise (skeletons/builder/regress.hpp): known laws measured with 5% noise on a
+// grid where an irrelevant parameter (steps) varies too, over several seeds. A constant plus one term comes back as
+// exactly those two terms; two terms in two variables come back separated (one in N over P, one in P) with at most
+// a constant beside them; terms whose coefficient's 95% interval contains 0 are dropped.
 #include "skeletons/builder/regress.hpp"
 #include "skeletons/expr.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace mksim::skeletons;
@@ -37,6 +40,23 @@ int terms(const std::string& e) {
     else if (depth == 0 && i > 0 && i + 1 < e.size() && e[i - 1] == ' ' && e[i + 1] == ' ' && (e[i] == '+' || e[i] == '-')) ++n;
   }
   return n;
+}
+
+// The top-level terms of a sum as the fitter prints it, with their signs.
+std::vector<std::string> top_terms(const std::string& e) {
+  std::vector<std::string> out;
+  int depth = 0;
+  std::size_t from = 0;
+  for (std::size_t i = 0; i < e.size(); ++i) {
+    if (e[i] == '(') ++depth;
+    else if (e[i] == ')') --depth;
+    else if (depth == 0 && i > 0 && i + 1 < e.size() && e[i - 1] == ' ' && e[i + 1] == ' ' && (e[i] == '+' || e[i] == '-')) {
+      out.push_back(e.substr(from, i - 1 - from));
+      from = i;
+    }
+  }
+  out.push_back(e.substr(from));
+  return out;
 }
 
 // Samples of `law` at P x N x steps with Gaussian relative noise of 5% (mt19937 + Box-Muller, specified).
@@ -73,14 +93,40 @@ TEST(RegressNoise, ConstantPlusOneTermRecoversExactlyThoseTermsOverSeeds) {
   }
 }
 
-TEST(RegressNoise, TwoTermsOfTwoVariablesRecoverExactlyThoseTermsOverSeeds) {
+// Two terms in two variables, N^2/P and log2(P), at 5% noise: the fitter does not give back exactly these two (it
+// adds a constant, and over N = 64..512 an N^2 and an N^(5/3) log2(N)^2 cannot be told apart at this noise), so what
+// is checked is what it does give: the two dependences in two separate terms (one in N over P, one in P alone, at
+// most a constant beside them), nothing in steps, and predictions out of the sampled range within 15%.
+TEST(RegressNoise, TwoTermsOfTwoVariablesAreSeparatedAndPredictOutOfRangeOverSeeds) {
   const auto law = [](double P, double N) { return 3e-8 * N * N / P + 2e-5 * std::log2(P); };
   for (unsigned seed = 11; seed <= 18; ++seed) {
     const Fit f = fit_quantity(noisy(law, seed), PARAMS, {});
+    std::printf("seed %u: %s\n", seed, f.expr.c_str());
     EXPECT_EQ(f.expr.find("steps"), std::string::npos) << "seed " << seed << ": " << f.expr;
-    EXPECT_LE(terms(f.expr), 3) << "seed " << seed << ": " << f.expr;
-    const double at = eval(f.expr, {{"P", 128}, {"N", 1024}, {"steps", 10}});
-    EXPECT_NEAR(at, law(128, 1024), 0.15 * law(128, 1024)) << "seed " << seed << ": " << f.expr;
+    const std::vector<std::string> parts = top_terms(f.expr);
+    EXPECT_LE(parts.size(), 3u) << "seed " << seed << ": " << f.expr;
+    int in_n = 0, in_p_only = 0, constant = 0;
+    for (const std::string& t : parts) {
+      const bool n = t.find('N') != std::string::npos, p = t.find('P') != std::string::npos;
+      if (n) {
+        ++in_n;
+        EXPECT_NE(t.find("N^"), std::string::npos) << "seed " << seed << ": the N term is not a power of N: " << t;
+        EXPECT_NE(t.find("/P"), std::string::npos) << "seed " << seed << ": the N term is not over P: " << t;
+      } else if (p) {
+        ++in_p_only;
+        EXPECT_NE(t.find("log2(P)"), std::string::npos) << "seed " << seed << ": the P term grows otherwise: " << t;
+      } else {
+        ++constant;
+      }
+    }
+    EXPECT_EQ(in_n, 1) << "seed " << seed << ": " << f.expr;
+    EXPECT_EQ(in_p_only, 1) << "seed " << seed << ": " << f.expr;
+    EXPECT_LE(constant, 1) << "seed " << seed << ": " << f.expr;
+    // runs not traced, beyond the sampled P (2..32) and N (64..512)
+    for (const auto& [P, N] : std::vector<std::pair<double, double>>{{128, 1024}, {64, 1024}, {256, 512}}) {
+      const double at = eval(f.expr, {{"P", P}, {"N", N}, {"steps", 10}});
+      EXPECT_NEAR(at, law(P, N), 0.15 * law(P, N)) << "seed " << seed << " at P=" << P << " N=" << N << ": " << f.expr;
+    }
   }
 }
 

@@ -463,7 +463,7 @@ TEST(Report, MeasuredRunsOverARealSweepWithIsospeedAndConstantTime) {
   const std::string sweep = (dir / "atm2d.h5").string();
   // The N of seed 000's table 1 (N = lambda sqrt(P)) at P = 4..16, so 7 of its 18 rows have a predicted twin.
   auto [code, out] = shell(MKSIM + " sweep --skeleton atm2d --platform paragon --P 4..16:x2 "
-                                   "--param N=256,362.038672,512,724.0773439,1024 --param steps=30 --mode replay --jobs 2 -o " +
+                                   "--param N=256,362.038672,512,724.0773439,1024 --param steps=91 --mode replay --jobs 2 -o " +
                                    sweep + " 2>&1");
   ASSERT_EQ(code, 0) << out;
   const std::string table1 = SRC + "/calibration/data/atm2d_paragon_table1.csv";
@@ -472,7 +472,7 @@ TEST(Report, MeasuredRunsOverARealSweepWithIsospeedAndConstantTime) {
   std::ofstream(reps) << "# three runs each on a Paragon\nP,N,time_s\n4,256,0.80\n4,256,0.83\n4,256,0.86\n"
                          "8,362.038672,0.82\n8,362.038672,0.85\n";
   const std::string spread = (dir / "spread.csv").string();
-  std::ofstream(spread) << "P,N,steps,time_s,time_min_s,time_max_s,repetitions\n16,512,30,0.86,0.84,0.90,5\n";
+  std::ofstream(spread) << "P,N,steps,time_s,time_min_s,time_max_s,repetitions\n16,512,91,0.86,0.84,0.90,5\n";
   const fs::path page = dir / "p.html";
   const CliRun r = report({sweep, table1, reps, "--measured", spread, "--work-param", "N", "--work-exponent", "2",
                            "-o", page.string()});

@@ -4,6 +4,7 @@
 
 #include "sim/cli/common.hpp"
 
+#include "calibration/fit_platform.hpp"
 #include "platforms/generator.hpp"
 #include "results/hdf5_io.hpp"
 #include "results/summary.hpp"
@@ -678,6 +679,12 @@ trace::Run read_any_run(const std::string& arg) {
     path = arg.substr(0, sep);
     extra = arg.substr(sep + 2);
   }
+  std::map<std::string, double> given;  // checked before the trace is read
+  try {
+    if (!extra.empty()) given = parse_params({extra});
+  } catch (const UsageError& e) {
+    throw UsageError(arg + ": " + e.what());  // which trace argument
+  }
   trace::Run run;
   if (fs::is_directory(path)) {
     run = trace::read_run(path, {.require_complete = true});
@@ -690,25 +697,13 @@ trace::Run read_any_run(const std::string& arg) {
   } else {
     throw UsageError(path + ": no such trace (a mktrace run directory, an .otf2 anchor file or a TI index file)");
   }
-  if (!extra.empty())
-    for (const auto& [k, v] : parse_params({extra})) {
-      std::ostringstream o;
-      o.precision(17);
-      o << v;
-      run.params[k] = o.str();
-    }
-  return run;
-}
-
-/** @brief Writes text to path atomically (a temporary file renamed over it). */
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    if (!f) throw std::runtime_error(path + ": cannot write");
+  for (const auto& [k, v] : given) {
+    std::ostringstream o;
+    o.precision(17);
+    o << v;
+    run.params[k] = o.str();
   }
-  fs::rename(tmp, path);
+  return run;
 }
 
 int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -767,7 +762,7 @@ int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std:
   }
   const std::string text = r.skeleton.dump(2) + "\n";
   const skeletons::Skeleton sk = skeletons::parse_skeleton(text, output);  // what mksim will read
-  write_atomically(output, text);
+  calibration::write_file_atomically(output, text);  // temporary file beside it, fsync, rename: never a partial file
   out << "wrote " << output << ": skeleton \"" << sk.name << "\", " << sk.groups.size() << " rank group(s), "
       << sk.blocks.size() << " block(s), " << sk.params.size() << " parameter(s)\n";
   out << "from " << runs.size() << " run(s), " << r.trace_events << " events, " << trace_bytes << " trace bytes; skeleton "

@@ -36,4 +36,46 @@ static void app_report(long calls, double t0, double t1, int rank)
     }
 }
 
+/* The work of one execution of a compute block of the program's skeleton, in flops (the skeleton's `flops`).
+ * In the normal builds this does nothing: the program's own computation is its work. In an SMPI build made with
+ * -DMKSIM_SMPI_WORK (tests/CMakeLists.txt builds them to check `mksim diagnose` against SMPI, which runs with
+ * smpi/simulate-computation:no), the rank computes `flops` on its simulated host, so that the program's simulated
+ * time has the skeleton's computation. A test can scale a block's work through the environment:
+ * MKSIM_WORK_SCALE="BLOCK:RANK:FACTOR[;...]" (RANK * for every rank), e.g. "physics:5:3" (rank 5 does 3x its
+ * physics: an injected imbalance) or "physics:*:1.125" (every rank the mean of that: the balanced program). */
+#ifdef MKSIM_SMPI_WORK
+#include <smpi/smpi.h>
+#include <stdlib.h>
+#include <string.h>
+static inline void app_work(const char *block, int rank, double flops)
+{
+    double factor = 1.0;
+    const char *spec = getenv("MKSIM_WORK_SCALE");
+    size_t len = strlen(block);
+    while (spec && *spec) {
+        /* one entry: BLOCK:RANK:FACTOR */
+        const char *colon = strchr(spec, ':');
+        if (!colon) break;
+        if ((size_t)(colon - spec) == len && strncmp(spec, block, len) == 0) {
+            const char *r = colon + 1;
+            int all = *r == '*';
+            char *end = NULL;
+            long who = all ? -1 : strtol(r, &end, 10);
+            const char *f = strchr(r, ':');
+            if (f && (all || who == rank)) factor = strtod(f + 1, NULL);
+        }
+        spec = strchr(spec, ';');
+        if (spec) ++spec;
+    }
+    if (flops * factor > 0) smpi_execute_flops(flops * factor);
+}
+#else
+static inline void app_work(const char *block, int rank, double flops)
+{
+    (void)block;
+    (void)rank;
+    (void)flops;
+}
+#endif
+
 #endif

@@ -154,6 +154,7 @@ int main(int argc, char **argv)
                 un[c] = uc + 0.2 * lu + 0.05 * (vc - uc);
                 vn[c] = vc + 0.1 * lv + 0.05 * (uc - vc);
             }
+        app_work("physics", rank, 60.0 * (double)b.lx * (double)b.ly); /* the skeleton's flops_per_point = 60 */
         double *t = b.u; b.u = un; un = t;
         t = b.v; b.v = vn; vn = t;
     }

@@ -69,6 +69,7 @@ int main(int argc, char **argv)
             buf[2 * q] = cprev;
             buf[2 * q + 1] = dprev;
         }
+        app_work("forward-eliminate", rank, (double)ks * (double)cols * 5.0); /* the skeleton's flops_fwd = 5 */
         if (rank < P - 1) {
             MPI_Send(buf, (int)(2 * ks), MPI_DOUBLE, rank + 1, 1, MPI_COMM_WORLD);
             ++calls;
@@ -87,6 +88,7 @@ int main(int argc, char **argv)
             for (long j = cols - 1; j >= 0; --j) xnext = x[IDX(s, j)] = dp[IDX(s, j)] - cp[IDX(s, j)] * xnext;
             buf[q] = xnext;
         }
+        app_work("backward-substitute", rank, (double)ks * (double)cols * 3.0); /* flops_bwd = 3 */
         if (rank > 0) {
             MPI_Send(buf, (int)ks, MPI_DOUBLE, rank - 1, 2, MPI_COMM_WORLD);
             ++calls;
