@@ -2,6 +2,7 @@
 // per rank; message matching is mksim's (MPI order: source, tag, context), data transfers are SimGrid's.
 #include "sim/engine/replay.hpp"
 
+#include "skeletons/comms.hpp"
 #include "skeletons/distribution.hpp"
 #include "skeletons/rank_rng.hpp"
 
@@ -24,6 +25,7 @@
 #include <set>
 #include <memory>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -48,7 +50,7 @@ struct Request {
   bool eager = false;
   bool started = false;  // the transfer exists (comm is set) or, for eager sends, the data left
   bool done = false;     // the transfer finished (and, for a receive, it is matched)
-  std::uint8_t ctx = 0;  // 0: user messages, 1: collectives' internal messages
+  std::uint32_t ctx = 0;  // matching context: 2 * communicator for user messages, + 1 for collectives' internal ones
   int owner = 0;
   int peer = 0;          // destination of a send; source (or ANY) of a receive
   int tag = 0;           // or ANY for receives
@@ -93,7 +95,7 @@ struct RankState {
   bool blocked = false;           // waiting on sem for a partner
   const Request* waiting_for = nullptr;
   bool finished = false;
-  int coll_seq = 0;
+  std::vector<int> coll_seq;      // per communicator: the collectives this rank has entered on it
   results::RankTimes times;
   // SimGrid comm handles this rank's actor posted, kept until their transfer is done and waited for.
   std::vector<std::pair<sg4::CommPtr, ReqPtr>> handles;
@@ -108,6 +110,9 @@ struct RankState {
   double wait_late_sender = 0, wait_late_receiver = 0, wait_collective = 0;
 };
 
+/** @brief User messages (even contexts), as opposed to the internal messages of collectives (odd ones). */
+bool is_user(std::uint32_t ctx) { return (ctx & 1u) == 0; }
+
 /** @brief Time split of one MPI operation. */
 struct Split {
   double comm = 0;
@@ -118,16 +123,20 @@ struct Split {
 
 /** @brief Per-run state shared by the rank actors (they run one at a time, so no locking). */
 class ReplayContext final : public P2PLayer {
+  /** @brief A measured collective: (communicator, its instance's first member, sequence number on it). */
+  using GatheringKey = std::tuple<int, int, int>;
+
  public:
   ReplayContext(const Skeleton& sk, const MachineParams& m, std::vector<sg4::Host*> hosts, int P,
                 const std::vector<double>& base_frame, std::uint64_t seed, bool timeline)
-      : sk_(sk), m_(m), P_(P), timeline_on_(timeline) {
+      : sk_(sk), m_(m), P_(P), timeline_on_(timeline), layout_(layout_comms(sk, base_frame, P)) {
     ranks_.resize(P);
     for (int r = 0; r < P; ++r) {
       RankState& rs = ranks_[r];
       rs.host = hosts[r];
       rs.frame = base_frame;
-      bind_rank(sk_, rs.frame, r);
+      bind_rank(sk_, rs.frame, r, layout_);
+      rs.coll_seq.assign(layout_.comms.size(), 0);
       rs.rng = skeletons::RankRng(seed, r);
       rs.coins = skeletons::CoinTosses(seed, sk_.coins);
       rs.named.resize(sk_.request_slots);
@@ -234,11 +243,11 @@ class ReplayContext final : public P2PLayer {
   }
 
   // ---- P2PLayer, used by collectives too ----
-  std::shared_ptr<void> isend(int me, int dst, int tag, double bytes, int block) override {
-    return post_send(me, dst, tag, 1, bytes, block);
+  std::shared_ptr<void> isend(int me, int dst, int tag, double bytes, int block, std::uint32_t context) override {
+    return post_send(me, dst, tag, context, bytes, block);
   }
-  std::shared_ptr<void> irecv(int me, int src, int tag, double bytes, int block) override {
-    return post_recv(me, src, tag, 1, bytes, block);
+  std::shared_ptr<void> irecv(int me, int src, int tag, double bytes, int block, std::uint32_t context) override {
+    return post_recv(me, src, tag, context, bytes, block);
   }
   void wait(int me, const std::shared_ptr<void>& req, CollAcc& acc) override {
     Split s = wait_req(me, std::static_pointer_cast<Request>(req));
@@ -472,8 +481,19 @@ class ReplayContext final : public P2PLayer {
     double size = p.size_bytes.eval(rs.frame);
     if (!(size >= 0) || !std::isfinite(size)) throw ReplayError(where(r, b.index) + "size \"" + p.size_bytes.text() + "\" is " + fmt(size));
     size *= rs.agg;
+    // peers are ranks of the op's communicator: translated to world ranks here, matched in its own context
+    const std::vector<int>& members = comm_members(r, b.index, p.comm);
     int peer = ANY;
-    if (!p.any_source) peer = checked_rank(r, b.index, p.peer);
+    if (!p.any_source) {
+      const int local = checked_rank(r, b.index, p.peer, static_cast<int>(members.size()), sk_.version >= 3);
+      if (local == PROC_NULL_PEER) {  // MPI_PROC_NULL: nothing is sent or received, the op completes at once
+        if (p.request >= 0) rs.named[p.request] = nullptr;
+        account(r, b.index, t0, Split{}, p.kind == P2PKind::SEND || p.kind == P2PKind::ISEND ? "send" : "recv");
+        return;
+      }
+      peer = members[static_cast<std::size_t>(local)];
+    }
+    const std::uint32_t ctx = 2u * static_cast<std::uint32_t>(p.comm);
     int tag = ANY;
     if (!p.any_tag) {
       double t = p.tag.eval(rs.frame);
@@ -483,10 +503,10 @@ class ReplayContext final : public P2PLayer {
     }
     ReqPtr req;
     if (p.kind == P2PKind::SEND || p.kind == P2PKind::ISEND) {
-      req = post_send(r, peer, tag, 0, size, b.index);
+      req = post_send(r, peer, tag, ctx, size, b.index);
       block_bytes_[b.index] += size;
     } else {
-      req = post_recv(r, peer, tag, 0, size, b.index);
+      req = post_recv(r, peer, tag, ctx, size, b.index);
     }
     Split s;
     if (p.kind == P2PKind::SEND || p.kind == P2PKind::RECV) {
@@ -536,32 +556,36 @@ class ReplayContext final : public P2PLayer {
     double size = c.size_bytes.eval(rs.frame);
     if (!(size >= 0) || !std::isfinite(size)) throw ReplayError(where(r, b.index) + "size \"" + c.size_bytes.text() + "\" is " + fmt(size));
     size *= rs.agg;
-    int root = checked_rank(r, b.index, c.root);
-    int seq = rs.coll_seq++ & 0x3fffffff;
+    // over the members of the rank's instance of the communicator, root and ranks relative to it
+    const std::vector<int>& members = comm_members(r, b.index, c.comm);
+    const int n = static_cast<int>(members.size());
+    int root = checked_rank(r, b.index, c.root, n);
+    int seq = rs.coll_seq[static_cast<std::size_t>(c.comm)]++ & 0x3fffffff;
     if (measured_ && measures(*measured_, collective_name(c.kind))) {
-      exec_measured(r, b, c, size, seq, t0);
+      exec_measured(r, b, c, size, std::make_tuple(c.comm, members.front(), seq), n, t0);
       return;
     }
     CollAcc acc;
     std::uint64_t sent_before = rs.times.bytes_sent;
-    run_collective(*this, c.kind, r, P_, root, size, seq, b.index, acc);
+    const CollGroup group{layout_.rank_in(c.comm, r), n, members.data(), 2u * static_cast<std::uint32_t>(c.comm) + 1u};
+    run_collective(*this, c.kind, group, root, size, seq, b.index, acc);
     block_bytes_[b.index] += static_cast<double>(rs.times.bytes_sent - sent_before);
     account(r, b.index, t0, Split{acc.comm, acc.wait}, collective_name(c.kind));
   }
 
   /** @brief A collective costed from the measured table: the ranks wait for the last one to arrive (a
    *  rendezvous on the collective's sequence number), then each spends the measured t(P, bytes). */
-  void exec_measured(int r, const Block& b, const Collective& c, double size, int seq, double t0) {
+  void exec_measured(int r, const Block& b, const Collective& c, double size, const GatheringKey& seq, int n, double t0) {
     RankState& rs = ranks_[r];
     const char* kind = collective_name(c.kind);
-    const double t = collective_time(*measured_, kind, P_, size);
-    if (std::string note = extrapolation_note(*measured_, kind, P_, size); !note.empty()) measured_notes_.insert(note);
+    const double t = collective_time(*measured_, kind, n, size);  // the communicator's size
+    if (std::string note = extrapolation_note(*measured_, kind, n, size); !note.empty()) measured_notes_.insert(note);
     check_abort();
     sync(r);  // arrive at the rank's own time
     check_abort();
     Gathering& gth = gatherings_[seq];
     gth.arrived++;
-    if (gth.arrived == P_) {
+    if (gth.arrived == n) {
       gth.complete = true;
       for (int w : gth.waiting) wake(w);
       gth.waiting.clear();
@@ -585,7 +609,7 @@ class ReplayContext final : public P2PLayer {
       }
       rs.in_measured = nullptr;
     }
-    if (++gth.left == P_) gatherings_.erase(seq);
+    if (++gth.left == n) gatherings_.erase(seq);
     const double wait = now(r) - t0;  // everyone leaves when the last one arrived
     rs.ahead += t;
     if (stats_ && wait > 0) rs.wait_collective += wait;
@@ -658,7 +682,7 @@ class ReplayContext final : public P2PLayer {
 
   /** @brief Gives a matched receive the transfer of its send. */
   void bind(const Request& send, Request& recv) {
-    if (send.size > recv.size && recv.ctx == 0)
+    if (send.size > recv.size && is_user(recv.ctx))
       throw ReplayError(where(recv.owner, recv.block) + "message of " + fmt(send.size) + " bytes from rank " +
                         std::to_string(send.owner) + " (block " + block_id(send.block) + ") truncated: receive is " +
                         fmt(recv.size) + " bytes");
@@ -704,7 +728,7 @@ class ReplayContext final : public P2PLayer {
   }
 
  private:
-  static ReqPtr make_request(bool is_send, int owner, int peer, int tag, std::uint8_t ctx, double size, int block) {
+  static ReqPtr make_request(bool is_send, int owner, int peer, int tag, std::uint32_t ctx, double size, int block) {
     auto req = std::make_shared<Request>();
     req->is_send = is_send;
     req->owner = owner;
@@ -716,14 +740,14 @@ class ReplayContext final : public P2PLayer {
     return req;
   }
 
-  ReqPtr post_send(int me, int dst, int tag, std::uint8_t ctx, double size, int block) {
+  ReqPtr post_send(int me, int dst, int tag, std::uint32_t ctx, double size, int block) {
     check_abort();
     RankState& rs = ranks_[me];
     rs.ahead += m_.send_overhead_s;
     // Per-regime figures (0 unless the platform sets them), user messages only (collectives keep their
     // algorithm's costs): an eager message's copy c_e*m, a rendezvous message's handshake h, both paid by the
     // sender before the data leave, as the analytic model charges them (sim/model/model.cpp, send_extra).
-    if (ctx == 0) {
+    if (is_user(ctx)) {
       if (size <= m_.eager_threshold_bytes) rs.ahead += m_.eager_per_byte_s * size;
       else rs.ahead += m_.rendezvous_handshake_s;
     }
@@ -748,7 +772,7 @@ class ReplayContext final : public P2PLayer {
     return req;
   }
 
-  ReqPtr post_recv(int me, int src, int tag, std::uint8_t ctx, double size, int block) {
+  ReqPtr post_recv(int me, int src, int tag, std::uint32_t ctx, double size, int block) {
     check_abort();
     sync(me);  // senders must not see this receive before the rank's own time
     check_abort();
@@ -800,7 +824,7 @@ class ReplayContext final : public P2PLayer {
     if (stats_ && s.wait > 0) {
       const int peer = req->is_send ? req->peer : req->matched_peer;
       rs.wait_peers.emplace_back(peer, s.wait);
-      if (req->ctx != 0) rs.wait_collective += s.wait;
+      if (!is_user(req->ctx)) rs.wait_collective += s.wait;
       else if (req->is_send) rs.wait_late_receiver += s.wait;
       else rs.wait_late_sender += s.wait;
     }
@@ -893,7 +917,7 @@ class ReplayContext final : public P2PLayer {
       }
       msg << (q->is_send ? "send to " : "recv from ") << (q->peer == ANY ? std::string("any source") : std::to_string(q->peer))
           << ", tag " << (q->tag == ANY ? std::string("any") : std::to_string(q->tag)) << ", " << fmt(q->size) << " bytes"
-          << (q->ctx ? " (inside a collective)" : "") << ", block " << block_id(q->block);
+          << (is_user(q->ctx) ? "" : " (inside a collective)") << ", block " << block_id(q->block);
     }
     deadlocked_ = true;
     abort_run(msg.str());
@@ -939,11 +963,21 @@ class ReplayContext final : public P2PLayer {
     timeline_.push_back(TimelineRow{r, block, kind, t0, now(r)});
   }
 
-  int checked_rank(int r, int block, const Expr& e) {
+  /** @brief A rank of a communicator of size n (-1 for MPI_PROC_NULL when null_ok). */
+  int checked_rank(int r, int block, const Expr& e, int n, bool null_ok = false) {
     double v = e.eval(ranks_[r].frame);
-    if (!(v >= 0 && v < P_) || v != std::floor(v))
-      throw ReplayError(where(r, block) + "\"" + e.text() + "\" = " + fmt(v) + " is not a rank in [0, " + std::to_string(P_) + ")");
+    if (null_ok && v == PROC_NULL_PEER) return PROC_NULL_PEER;
+    if (!(v >= 0 && v < n) || v != std::floor(v))
+      throw ReplayError(where(r, block) + "\"" + e.text() + "\" = " + fmt(v) + " is not a rank in [0, " + std::to_string(n) + ")");
     return static_cast<int>(v);
+  }
+
+  /** @brief The world ranks of rank r's instance of communicator `comm`, in communicator rank order. */
+  const std::vector<int>& comm_members(int r, int block, int comm) const {
+    const std::vector<int>& m = layout_.members(comm, r);
+    if (m.empty())
+      throw ReplayError(where(r, block) + "not a member of communicator \"" + comm_name(sk_, comm) + "\"");
+    return m;
   }
 
   std::string where(int r, int block) const {
@@ -970,12 +1004,13 @@ class ReplayContext final : public P2PLayer {
 
  private:
   const CollectiveTable* measured_ = nullptr;
-  std::map<int, Gathering> gatherings_;
+  std::map<GatheringKey, Gathering> gatherings_;
   std::set<std::string> measured_notes_;
   const Skeleton& sk_;
   MachineParams m_;
   int P_;
   bool timeline_on_;
+  skeletons::CommLayout layout_;  // the communicators' members at P, laid out once
   std::vector<RankState> ranks_;
   std::vector<std::uint64_t> block_exec_;
   std::vector<double> block_time_;
