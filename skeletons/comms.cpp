@@ -4,7 +4,6 @@
 #include "skeletons/comms.hpp"
 
 #include "skeletons/error.hpp"
-#include "skeletons/skeleton_io.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -393,9 +393,9 @@ TEST_F(TraceTest, CorruptTruncatedAndMissingFilesGiveErrorsNamingFileAndOffset) 
                                ": 4294967295 modules cannot fit in the file (corrupted)");
 
   // a wrong version, a wrong magic, a corrupt kind
-  std::vector<char> v4 = orig;
-  v4[8] = 4;
-  EXPECT_EQ(with(v4), file + ": offset 8: format version 4 is not supported (this reader reads versions 2 and 3)");
+  std::vector<char> v5 = orig;
+  v5[8] = 5;
+  EXPECT_EQ(with(v5), file + ": offset 8: format version 5 is not supported (this reader reads versions 2 to 4)");
   std::vector<char> v2 = orig;  // v2's records are 8 bytes shorter (no cpu_gap): the header's size must agree
   v2[8] = 2;
   EXPECT_EQ(with(v2), file + ": offset 40: record size 64, version 2 has 56");
