@@ -240,7 +240,6 @@ RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops, 
       if (!it->collective) return it;
     return pending.end();
   };
-  auto next_action = [&](std::size_t i) { return i + 1 < lines.size() ? lines[i + 1].tok[1] : std::string(); };
 
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const Line& l = lines[i];
@@ -352,30 +351,26 @@ RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops, 
     } else if (a == "testall" || a == "testany" || a == "testsome") {
       l.expect_fields(0, "none");
       const Kind k = a == "testall" ? Kind::TESTALL : a == "testany" ? Kind::TESTANY : Kind::TESTSOME;
-      // polling: the last of a run of the same test completed (testany: one request, the others: all pending)
-      const bool last = next_action(i) != a;
+      // Polling: a run of consecutive tests of one kind completes every pending request no later wait or test
+      // names (the program polls until they are done), one per line for testany (the last lines of the run, the
+      // last one taking what is left), all at the run's last line for testall and testsome.
+      std::size_t left_in_run = 0;  // lines of the run after this one
+      while (i + 1 + left_in_run < lines.size() && lines[i + 1 + left_in_run].tok[1] == a) ++left_in_run;
+      std::vector<std::deque<Pending>::iterator> open;
+      for (auto it = pending.begin(); it != pending.end(); ++it)
+        if (!it->collective && !named_later(i, it->key)) open.push_back(it);
+      std::size_t take = 0;
+      if (left_in_run == 0) take = open.size();
+      else if (k == Kind::TESTANY && open.size() > left_in_run) take = 1;
       const std::size_t at = push(k);
-      std::int32_t done = 0;
-      if (last && k == Kind::TESTANY) {
-        auto it = oldest_unnamed(i);
-        if (it != pending.end()) {
-          const Pending p = *it;
-          pending.erase(it);
-          done += complete(p);
-        }
-      } else if (last) {
-        for (auto it = pending.begin(); it != pending.end();) {
-          if (it->collective || named_later(i, it->key)) {
-            ++it;
-            continue;
-          }
-          done += complete(*it);
-          it = pending.erase(it);
-        }
-      }
-      t.events[at].root = done;
-      losses.add(a, l.number, "TI does not say which requests a " + a + " completed: the last of consecutive ones completed " +
-                                  (k == Kind::TESTANY ? "the oldest pending request" : "every pending request") + " no later wait names");
+      std::vector<Pending> done;
+      for (std::size_t j = 0; j < take; ++j) done.push_back(*open[j]);
+      for (std::size_t j = take; j-- > 0;) pending.erase(open[j]);
+      for (const Pending& p : done) complete(p);
+      t.events[at].root = static_cast<std::int32_t>(done.size());
+      losses.add(a, l.number, "TI does not say which requests a " + a + " completed: a run of them completes every "
+                                  "pending request no later wait names (" +
+                                  (k == Kind::TESTANY ? std::string("one per line, at the end of the run") : std::string("at its last line")) + ")");
     } else if (a == "Start" || a == "Startall") {
       l.fail("'" + a + "': persistent requests (MPI_Start, MPI_Startall) are not supported (SMPI writes no source for a "
              "persistent receive, nothing at all for Startall); the binary tracer does not record them either");
