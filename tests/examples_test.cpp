@@ -41,6 +41,7 @@ const std::vector<int> kScales = {4, 8, 16, 64, 128};
 const std::vector<Example> kAll = {
     {"atm2d.json", kScales}, {"pge1.json", kScales}, {"pge2.json", kScales},
     {"cg.json", kScales},    {"master_worker.json", kScales}, {"atm1d.json", kScales},
+    {"summa.json", kScales},
 };
 
 // The ops skeleton_io.cpp accepts (format v1).
