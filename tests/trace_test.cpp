@@ -1164,6 +1164,24 @@ TEST_F(TraceTest, TopologyAndCommunicatorCallsAreRecordedWithTheirArguments) {
     EXPECT_EQ(i, t.events.size());
   }
   EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
+
+  // the file with ARGS records cut at every record boundary reads as incomplete (arguments cut short are
+  // dropped with the rest), and a flipped byte anywhere in its records is an error, never a crash
+  const std::vector<char> orig = read_bytes(dir / "rank-0.mkt");
+  const fs::path f = tmp_ / "cut.mkt";
+  for (std::size_t n = 48; n + 8 <= orig.size(); n += MKTRACE_RECORD_BYTES) {
+    if (std::memcmp(orig.data() + n, MKTRACE_FOOTER_MAGIC, 8) == 0) break;
+    write_bytes(f, std::vector<char>(orig.begin(), orig.begin() + static_cast<long>(n)));
+    try {
+      EXPECT_EQ(mksim::trace::read_rank_file(f.string()).status, Status::INCOMPLETE) << "cut at " << n;
+    } catch (const TraceError& e) {
+      ADD_FAILURE() << "cut at " << n << ": " << e.what();
+    }
+    std::vector<char> b = orig;
+    b[n + 5] = static_cast<char>(b[n + 5] ^ 0x5a);  // in the record starting at n
+    write_bytes(f, b);
+    EXPECT_THROW(mksim::trace::read_rank_file(f.string()), TraceError) << "flip at " << n + 5;
+  }
 }
 
 namespace {

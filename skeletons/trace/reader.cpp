@@ -414,20 +414,26 @@ RankTrace read_rank_file(const std::string& path) {
   std::vector<std::int32_t> pending_args;  // the values of the ARGS records after the last call
   std::uint64_t args_call_at = 0;          // that call's offset
   // the arguments gathered after a call, decoded when the next call (or the end) comes
-  auto finish_args = [&]() {
+  // (at the end of a file without footer, arguments cut short are dropped: the call stays, without them)
+  auto finish_args = [&](bool cut = false) {
     if (t.events.empty() || pending_args.empty()) return;
     Event& call = t.events.back();
     CommArgs a;
-    if (std::string why = decode_args(call.kind, pending_args, a); !why.empty())
+    if (std::string why = decode_args(call.kind, pending_args, a); !why.empty()) {
+      if (cut) {
+        pending_args.clear();
+        return;
+      }
       c.fail(args_call_at, "record " + std::to_string(record_of.back()) + " (" + std::string(kind_name(call.kind)) +
                                "): " + why + " (corrupted)");
+    }
     t.args.push_back(std::move(a));
     call.args = static_cast<std::uint32_t>(t.args.size());
     pending_args.clear();
   };
   while (true) {
     if (c.left() == 0) {  // whole records and no footer: the rank never wrote one
-      finish_args();
+      finish_args(true);
       t.status = Status::INCOMPLETE;
       check_annotations(t, records_begin, record_of);
       return t;
