@@ -5,12 +5,12 @@
 // "Facts measured in the second round"): CM02 without factors or cross traffic, computation off, the platform's
 // overheads and eager threshold, SMPI's collectives set to the algorithms mksim runs (binomial bcast, recursive
 // doubling allreduce, dissemination barrier). Skipped without smpirun and the smpicc build.
+#include "tests/process_util.hpp"
+
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -24,15 +24,7 @@ namespace {
 
 const std::string SRC = MKSIM_SOURCE_DIR;
 
-std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return out;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), p)) out += buf.data();
-  ::pclose(p);
-  return out;
-}
+std::string run(const std::string& cmd) { return mksim::test::shell(cmd + " 2>&1").second; }
 
 double field(const std::string& out, const std::string& prefix) {
   const auto at = out.find(prefix);

@@ -8,9 +8,13 @@
 #include "skeletons/skeleton_io.hpp"
 
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -116,7 +120,18 @@ TEST(ModelErrors, ParameterShadowingAMachineSymbolIsRefused) {
   EXPECT_THROW(mksim::sim::derive_model(sk, machine, {4, {}, true}), mksim::skeletons::SkeletonError);
 }
 
-// A hand-made machine gives exact closed forms: a ring exchange of m bytes, then compute, repeated.
+// A hand-made machine: s = 2 us, r = 3 us, o = 1 us, 1 Gflop/s, every route 5 us and 1 GB/s.
+mksim::sim::MachineModel hand_made_machine() {
+  mksim::sim::MachineModel machine;
+  machine.send_overhead_s = 2e-6;
+  machine.recv_overhead_s = 3e-6;
+  machine.per_message_overhead_s = 1e-6;
+  machine.speed_flops = [](int) { return 1e9; };
+  machine.route = [](int, int) { return mksim::sim::RouteFigures{5e-6, 1e9}; };
+  return machine;
+}
+
+// It gives exact closed forms: a ring exchange of m bytes, then compute, repeated.
 TEST(ModelClosedForm, RingExchangeIsTauPlusOverheads) {
   const auto sk = mksim::skeletons::parse_skeleton(R"({"format": "mksim-skeleton", "version": 1,
       "params": {"n": 10, "m": 1000},
@@ -126,12 +141,7 @@ TEST(ModelClosedForm, RingExchangeIsTauPlusOverheads) {
         {"op": "waitall", "phase": "ring"},
         {"op": "compute", "flops": "1e6", "phase": "work"}]}]})",
                                                    "ring.json");
-  mksim::sim::MachineModel machine;
-  machine.send_overhead_s = 2e-6;
-  machine.recv_overhead_s = 3e-6;
-  machine.per_message_overhead_s = 1e-6;
-  machine.speed_flops = [](int) { return 1e9; };
-  machine.route = [](int, int) { return mksim::sim::RouteFigures{5e-6, 1e9}; };
+  const mksim::sim::MachineModel machine = hand_made_machine();
   const AnalyticModel m = mksim::sim::derive_model(sk, machine, {8, {}, true});
   // per step: s + tau(m) + r + o + 1e6 / 1e9
   const double step = 2e-6 + (5e-6 + 1000 / 1e9) + 3e-6 + 1e-6 + 1e-3;
@@ -164,12 +174,7 @@ TEST(ModelClosedForm, CollectivesOnCommunicatorsCostRoundsAtTheirSize) {
                {"op": "barrier", "comm": "half", "phase": "d"},
                {"op": "send", "comm": "grid", "peer": "PROC_NULL", "size": "m", "phase": "e"}]})J",
                                                    "comms.json");
-  mksim::sim::MachineModel machine;
-  machine.send_overhead_s = 2e-6;
-  machine.recv_overhead_s = 3e-6;
-  machine.per_message_overhead_s = 1e-6;
-  machine.speed_flops = [](int) { return 1e9; };
-  machine.route = [](int, int) { return mksim::sim::RouteFigures{5e-6, 1e9}; };
+  const mksim::sim::MachineModel machine = hand_made_machine();
   const double round = 5e-6 + 2e-6 + 3e-6 + 1e-6, per_byte = 1e-9, m = 1000;
   // at P = 16: columns and rows of 4, halves of 8
   auto at = [&](int X, int Y, int half) {
@@ -191,6 +196,38 @@ TEST(ModelClosedForm, CollectivesOnCommunicatorsCostRoundsAtTheirSize) {
   EXPECT_NEAR(m16.eval(64, {}), at(8, 8, 8), 1e-15);
   const AnalyticModel m64 = mksim::sim::derive_model(sk, machine, {64, {}, false});
   EXPECT_NEAR(m64.value_s, at(8, 8, 32), 1e-15);
+}
+
+// The explorer's JavaScript of a compiled model (mksim report --explore) evaluates the topology functions as the
+// compiled form does: T(P) of a skeleton whose costs go through dims() and cart_rank(), at P = 1..200, in node.
+TEST(ModelClosedForm, JavascriptOfTopologyFunctionsAgrees) {
+  if (std::system("command -v node >/dev/null 2>&1") != 0) GTEST_SKIP() << "no node";
+  const auto sk = mksim::skeletons::parse_skeleton(R"J({"format": "mksim-skeleton", "version": 3, "params": {"m": 1000},
+      "comms": {"grid": {"cart": "world", "dims": ["dims(P, 3, 0)", "dims(P, 3, 1)", "dims(P, 3, 2)"]},
+                "plane": {"cart_sub": "grid", "remain": [false, true, true]}},
+      "body": [{"op": "allreduce", "comm": "plane", "size": "m * cart_coord(3, 1, 4, 2, 1)"},
+               {"op": "compute", "flops": "1e6 * (cart_rank(1, 1, 0, dims(P, 3, 0), 2, 1) + 2) * dims(P, 3, 2)"}]})J",
+                                                   "js.json");
+  const AnalyticModel m = mksim::sim::derive_model(sk, hand_made_machine(), {16, {}, false});
+  const std::string js = mksim::sim::javascript_of(m.compiled);
+  const std::string file = ::testing::TempDir() + "/mksim_model_js_" + std::to_string(::getpid()) + ".js";
+  {
+    std::ofstream f(file);
+    f << "var T = " << js << ";\nfor (var P = 1; P <= 200; ++P) console.log(P, T([P, 1000]).toPrecision(17));\n";
+  }
+  FILE* p = ::popen(("node " + file).c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  int P = 0, lines = 0;
+  double v = 0;
+  while (std::fscanf(p, "%d %lf", &P, &v) == 2) {
+    const double want = m.eval(P, {});
+    if (std::isnan(want)) EXPECT_TRUE(std::isnan(v)) << "P=" << P;
+    else EXPECT_DOUBLE_EQ(v, want) << "P=" << P;
+    ++lines;
+  }
+  ::pclose(p);
+  std::remove(file.c_str());
+  EXPECT_EQ(lines, 200);
 }
 }  // namespace
 

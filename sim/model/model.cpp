@@ -1877,6 +1877,28 @@ std::string javascript_of(const CompiledExpr& expr) {
             a + ")) ^ BigInt(Math.trunc(" + b + ")))) : NaN";
         break;
       case Code::IF: v = "(" + a + " !== 0 ? " + b + " : " + c + ")"; break;
+      // the topology functions (format v3) as skeletons::apply_instr computes them: NaN outside their domain
+      case Code::DIMS:  // MPI_Dims_create(n, d)[i] as OpenMPI 4.1 (skeletons::dims_create)
+        v = "(function (n, d, i) { var ok = function (x) { return Number.isInteger(x) && x >= 0 && x < 2147483648; };"
+            " if (!ok(n) || !ok(d) || !ok(i) || n < 1 || d < 1 || d > 64 || i >= d) return NaN;"
+            " var f = [], m = n; for (var p = 2; p * p <= m; ++p) while (m % p === 0) { f.push(p); m /= p; }"
+            " if (m > 1) f.push(m); var bins = []; for (var k = 0; k < d; ++k) bins.push(1);"
+            " for (var j = f.length - 1; j >= 0; --j) { var s = 0; for (var k = 1; k < d; ++k) if (bins[k] < bins[s]) s = k;"
+            " bins[s] *= f[j]; } bins.sort(function (x, y) { return y - x; }); return bins[i]; })(" + a + ", " + b + ", " + c + ")";
+        break;
+      case Code::CART_COORD:
+        v = "(function (r, i, n0, n1, n2) { var ok = function (x) { return Number.isInteger(x) && x >= 0 && x < 2147483648; };"
+            " if (!ok(r) || !ok(i) || !ok(n0) || !ok(n1) || !ok(n2) || n0 < 1 || n1 < 1 || n2 < 1 || i > 2 || r >= n0 * n1 * n2) return NaN;"
+            " return i === 0 ? Math.floor(r / (n1 * n2)) : i === 1 ? Math.floor(r / n2) % n1 : r % n2; })(" + a + ", " + b + ", " +
+            c + ", " + reg(in.more[0]) + ", " + reg(in.more[1]) + ")";
+        break;
+      case Code::CART_RANK:
+        v = "(function (c0, c1, c2, n0, n1, n2) { var n = [n0, n1, n2], c = [c0, c1, c2];"
+            " for (var k = 0; k < 3; ++k) if (!Number.isInteger(n[k]) || n[k] < 1 || n[k] >= 2147483648 ||"
+            " !Number.isInteger(c[k]) || Math.abs(c[k]) >= 2147483648) return NaN;"
+            " for (var k = 0; k < 3; ++k) if (c[k] < 0 || c[k] >= n[k]) return -1; return (c0 * n1 + c1) * n2 + c2; })(" + a + ", " +
+            b + ", " + c + ", " + reg(in.more[0]) + ", " + reg(in.more[1]) + ", " + reg(in.more[2]) + ")";
+        break;
     }
     js += "  var " + reg(static_cast<int>(i)) + " = " + v + ";\n";
   }

@@ -1044,6 +1044,25 @@ static int32_t live(int n)
     return k;
 }
 
+/* the record of a Waitany/Testany call and the COMPLETE of the request it completed (done: whether it did) */
+static void record_any(int kind, double te, double tx, uint64_t site, int done, int index, MPI_Status *st)
+{
+    emit(kind, te, tx, site, MKTRACE_NONE, MKTRACE_NONE, 0, 0, done, 0);
+    if (done) complete(scratch_keys[index], st, te, tx, site);
+}
+
+/* the record of a Waitsome/Testsome call and one COMPLETE per traced request it completed */
+static void record_some(int kind, double te, double tx, uint64_t site, int outcount, const int *indices, MPI_Status *st)
+{
+    int32_t done = 0;
+    if (outcount != MPI_UNDEFINED)
+        for (int k = 0; k < outcount; ++k) done += scratch_keys[indices[k]] != 0;
+    emit(kind, te, tx, site, MKTRACE_NONE, MKTRACE_NONE, 0, 0, done, 0);
+    if (outcount != MPI_UNDEFINED)
+        for (int k = 0; k < outcount; ++k)
+            if (scratch_keys[indices[k]]) complete(scratch_keys[indices[k]], &st[k], te, tx, site);
+}
+
 int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
 {
     if (!g.active || n < 0 || !scratch(n)) return PMPI_Waitall(n, reqs, statuses);
@@ -1070,8 +1089,7 @@ int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
     int rc = PMPI_Waitany(n, reqs, index, st);
     double tx = now();
     int done = *index != MPI_UNDEFINED && scratch_keys[*index] && reqs[*index] == MPI_REQUEST_NULL;
-    emit(MKT_WAITANY, te, tx, site, MKTRACE_NONE, MKTRACE_NONE, 0, 0, done, 0);
-    if (done) complete(scratch_keys[*index], st, te, tx, site);
+    record_any(MKT_WAITANY, te, tx, site, done, *index, st);
     return rc;
 }
 
@@ -1083,14 +1101,7 @@ int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
     MPI_Status *st = statuses == MPI_STATUSES_IGNORE ? scratch_st : statuses;
     double te = enter();
     int rc = PMPI_Waitsome(n, reqs, outcount, indices, st);
-    double tx = now();
-    int32_t done = 0;
-    if (*outcount != MPI_UNDEFINED)
-        for (int k = 0; k < *outcount; ++k) done += scratch_keys[indices[k]] != 0;
-    emit(MKT_WAITSOME, te, tx, site, MKTRACE_NONE, MKTRACE_NONE, 0, 0, done, 0);
-    if (*outcount != MPI_UNDEFINED)
-        for (int k = 0; k < *outcount; ++k)
-            if (scratch_keys[indices[k]]) complete(scratch_keys[indices[k]], &st[k], te, tx, site);
+    record_some(MKT_WAITSOME, te, now(), site, *outcount, indices, st);
     return rc;
 }
 
@@ -1137,8 +1148,7 @@ int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *st
     int rc = PMPI_Testany(n, reqs, index, flag, st);
     double tx = now();
     int done = *flag && *index != MPI_UNDEFINED && *index >= 0 && scratch_keys[*index] && reqs[*index] == MPI_REQUEST_NULL;
-    emit(MKT_TESTANY, te, tx, site, MKTRACE_NONE, MKTRACE_NONE, 0, 0, done, 0);
-    if (done) complete(scratch_keys[*index], st, te, tx, site);
+    record_any(MKT_TESTANY, te, tx, site, done, *index, st);
     return rc;
 }
 
@@ -1150,14 +1160,7 @@ int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
     MPI_Status *st = statuses == MPI_STATUSES_IGNORE ? scratch_st : statuses;
     double te = enter();
     int rc = PMPI_Testsome(n, reqs, outcount, indices, st);
-    double tx = now();
-    int32_t done = 0;
-    if (*outcount != MPI_UNDEFINED)
-        for (int k = 0; k < *outcount; ++k) done += scratch_keys[indices[k]] != 0;
-    emit(MKT_TESTSOME, te, tx, site, MKTRACE_NONE, MKTRACE_NONE, 0, 0, done, 0);
-    if (*outcount != MPI_UNDEFINED)
-        for (int k = 0; k < *outcount; ++k)
-            if (scratch_keys[indices[k]]) complete(scratch_keys[indices[k]], &st[k], te, tx, site);
+    record_some(MKT_TESTSOME, te, now(), site, *outcount, indices, st);
     return rc;
 }
 
@@ -1271,35 +1274,21 @@ int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_O
     return rc;
 }
 
-int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
-{
-    if (!g.active) return PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);
-    uint64_t site = SITE();
-    double te = enter();
-    int rc = PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);
-    coll(MKT_ALLREDUCE, te, site, comm, tbytes(count, type), -1);
-    return rc;
-}
+/* the reductions that have no root and the same arguments: allreduce, scan, exscan */
+#define COLL_REDUCTION(NAME, KIND)                                                                      \
+    int NAME(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)     \
+    {                                                                                                  \
+        if (!g.active) return P##NAME(sbuf, rbuf, count, type, op, comm);                              \
+        uint64_t site = SITE();                                                                        \
+        double te = enter();                                                                           \
+        int rc = P##NAME(sbuf, rbuf, count, type, op, comm);                                           \
+        coll(KIND, te, site, comm, tbytes(count, type), -1);                                           \
+        return rc;                                                                                     \
+    }
 
-int MPI_Scan(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
-{
-    if (!g.active) return PMPI_Scan(sbuf, rbuf, count, type, op, comm);
-    uint64_t site = SITE();
-    double te = enter();
-    int rc = PMPI_Scan(sbuf, rbuf, count, type, op, comm);
-    coll(MKT_SCAN, te, site, comm, tbytes(count, type), -1);
-    return rc;
-}
-
-int MPI_Exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
-{
-    if (!g.active) return PMPI_Exscan(sbuf, rbuf, count, type, op, comm);
-    uint64_t site = SITE();
-    double te = enter();
-    int rc = PMPI_Exscan(sbuf, rbuf, count, type, op, comm);
-    coll(MKT_EXSCAN, te, site, comm, tbytes(count, type), -1);
-    return rc;
-}
+COLL_REDUCTION(MPI_Allreduce, MKT_ALLREDUCE)
+COLL_REDUCTION(MPI_Scan, MKT_SCAN)
+COLL_REDUCTION(MPI_Exscan, MKT_EXSCAN)
 
 int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype type, MPI_Op op,
                        MPI_Comm comm)
