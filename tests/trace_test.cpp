@@ -399,6 +399,9 @@ TEST_F(TraceTest, CorruptTruncatedAndMissingFilesGiveErrorsNamingFileAndOffset) 
   std::vector<char> v2 = orig;  // v2's records are 8 bytes shorter (no cpu_gap): the header's size must agree
   v2[8] = 2;
   EXPECT_EQ(with(v2), file + ": offset 40: record size 64, version 2 has 56");
+  std::vector<char> v3 = orig;  // version 3 had the same records, without the kinds version 4 added
+  v3[8] = 3;
+  EXPECT_EQ(with(v3), "");
   std::vector<char> magic = orig;
   magic[0] = 'X';
   EXPECT_EQ(with(magic), file + ": offset 0: bad magic: not a mktrace file (expected \"MKTRACE1\")");
@@ -1181,6 +1184,16 @@ TEST_F(TraceTest, TopologyAndCommunicatorCallsAreRecordedWithTheirArguments) {
     b[n + 5] = static_cast<char>(b[n + 5] ^ 0x5a);  // in the record starting at n
     write_bytes(f, b);
     EXPECT_THROW(mksim::trace::read_rank_file(f.string()), TraceError) << "flip at " << n + 5;
+  }
+  // a version 3 file cannot hold the kinds version 4 added (the first here: MPI_Dims_create, record 1)
+  std::vector<char> v3 = orig;
+  v3[8] = 3;
+  write_bytes(f, v3);
+  try {
+    mksim::trace::read_rank_file(f.string());
+    ADD_FAILURE() << "a v4 kind accepted in a version 3 file";
+  } catch (const TraceError& e) {
+    EXPECT_EQ(std::string(e.what()), f.string() + ": offset 112: record 1: kind MPI_Dims_create is not in format version 3 (corrupted)");
   }
 }
 
