@@ -6,6 +6,7 @@
 #include "skeletons/error.hpp"
 #include "skeletons/expand.hpp"
 #include "skeletons/skeleton_io.hpp"
+#include "skeletons/trace/reader.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,11 +14,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace mksim::skeletons;
 
@@ -259,4 +263,70 @@ TEST(Comms, ChecksRefuseWhatMpiWouldNot) {
   } catch (const SkeletonError& e) {
     EXPECT_EQ(std::string(e.what()), "o.json: /body/0: at P=2, rank 0: destination \"-1\" = -1 is not a rank in [0, 2)");
   }
+}
+
+// The expansion of a hand-written v3 skeleton against a real trace, rank by rank: tests/topo_app.c "grid" traced
+// with mktrace at P = 12 (a 4 x 3 grid: rows of 3, columns of 4) and tests/data/topo_grid.json expanded at P = 12.
+// Every point-to-point call and collective of the loop agrees (kind, world peer, tag, bytes, world root), and the
+// skeleton's communicators are the trace's: one to one, with the sizes its creation calls recorded.
+TEST(Comms, ExpansionMatchesARealTraceRankByRank) {
+  const int P = 12, steps = 2, bytes = 256;
+  const std::string dir = ::testing::TempDir() + "/mksim_comms_expand_" + std::to_string(::getpid());
+  const std::string cmd = std::string(MKTRACE) + " -np " + std::to_string(P) + " -o " + dir + " -- " + TOPO_APP + " grid " +
+                          std::to_string(steps) + " " + std::to_string(bytes) + " >" + dir + ".log 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const mksim::trace::Run run = mksim::trace::read_run(dir, {.require_complete = true});
+  const Skeleton sk = load_skeleton(std::string(MKSIM_SOURCE_DIR) + "/tests/data/topo_grid.json");
+  const auto frame = bind_parameters(sk, P, {{"steps", steps}, {"bytes", bytes}});
+  const CommLayout layout = layout_comms(sk, frame, P);
+  using mksim::trace::Kind;
+  std::map<std::uint32_t, int> comm_of;  // trace communicator id -> the skeleton's (per rank: ids agree here)
+  for (int r = 0; r < P; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const auto& t = run.ranks[static_cast<std::size_t>(r)];
+    std::map<std::uint32_t, int> size_of;  // trace communicator id -> its size, from its creation's arguments
+    for (const auto& e : t.events)
+      if (const auto* a = t.args_of(e); a && mksim::trace::creates_comm(e.kind)) size_of[static_cast<std::uint32_t>(e.root)] = a->new_size;
+    // the loop: from the first irecv to the last barrier on a communicator other than world
+    std::size_t first = 0, last = 0;
+    for (std::size_t i = 0; i < t.events.size(); ++i) {
+      if (t.events[i].kind == Kind::IRECV && first == 0) first = i;
+      if (t.events[i].kind == Kind::BARRIER && t.events[i].comm != 0) last = i;
+    }
+    std::vector<const mksim::trace::Event*> calls;
+    for (std::size_t i = first; i <= last; ++i)
+      if (t.events[i].kind != Kind::COMPLETE) calls.push_back(&t.events[i]);
+    const auto ops = expand_rank(sk, frame, r, layout);
+    ASSERT_EQ(calls.size(), ops.size());
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const auto& e = *calls[i];
+      const ExpandedOp& x = ops[i];
+      static const std::map<Kind, std::string> op_of = {{Kind::ISEND, "isend"},     {Kind::IRECV, "irecv"},
+                                                        {Kind::WAITALL, "waitall"}, {Kind::BCAST, "bcast"},
+                                                        {Kind::ALLREDUCE, "allreduce"}, {Kind::BARRIER, "barrier"}};
+      ASSERT_TRUE(op_of.count(e.kind)) << mksim::trace::kind_name(e.kind);
+      EXPECT_EQ(op_name(x), op_of.at(e.kind)) << i;
+      if (x.kind == ExpandedOp::Kind::ISEND || x.kind == ExpandedOp::Kind::IRECV) {
+        EXPECT_EQ(x.peer, e.peer) << i;
+        EXPECT_EQ(x.tag, e.tag) << i;
+        EXPECT_EQ(x.size_bytes, e.bytes) << i;
+      }
+      if (x.kind == ExpandedOp::Kind::COLLECTIVE) {
+        if (is_rooted(x.collective)) {
+          EXPECT_EQ(x.root, e.root) << i;
+        }
+        EXPECT_EQ(x.size_bytes, x.collective == CollectiveKind::BARRIER ? 0 : e.bytes) << i;
+      }
+      if (x.kind != ExpandedOp::Kind::WAITALL) {
+        auto [it, fresh] = comm_of.try_emplace(e.comm, x.comm);
+        EXPECT_EQ(it->second, x.comm) << "trace communicator " << e.comm << ", op " << i;
+        if (e.comm != 0) {
+          EXPECT_EQ(size_of.at(e.comm), x.comm_size) << "op " << i;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(comm_of.size(), 5u);  // the grid, its rows and columns, the split, the dup
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(dir + ".log");
 }
