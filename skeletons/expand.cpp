@@ -14,6 +14,7 @@ namespace {
 
 struct Expander {
   const Skeleton& sk;
+  const CommLayout& layout;
   std::vector<double>& frame;
   int rank;
   RankRng rng;
@@ -91,10 +92,25 @@ struct Expander {
       case P2PKind::ISEND: op.kind = ExpandedOp::Kind::ISEND; break;
       case P2PKind::IRECV: op.kind = ExpandedOp::Kind::IRECV; break;
     }
-    op.peer = p.any_source ? -2 : static_cast<int>(std::floor(p.peer.eval(frame)));
+    op.comm = p.comm;
+    const std::vector<int>& members = layout.members(p.comm, rank);
+    op.comm_size = static_cast<int>(members.size());
+    op.peer = p.any_source ? -2 : to_world(block, members, p.peer, true);
     op.tag = p.any_tag ? -2 : (p.tag.empty() ? 0 : static_cast<int>(std::floor(p.tag.eval(frame))));
     op.size_bytes = p.size_bytes.eval(frame);
     push(op, block);
+  }
+
+  /** @brief A rank of the communicator whose members are given, as a world rank (-3: PROC_NULL). */
+  int to_world(int block, const std::vector<int>& members, const Expr& e, bool null_ok) const {
+    const double v = e.eval(frame);
+    if (null_ok && v == PROC_NULL_PEER) return -3;
+    if (!(v >= 0 && v < static_cast<double>(members.size())) || v != std::floor(v)) {
+      std::ostringstream s;
+      s << v;
+      fail(block, "\"" + e.text() + "\" = " + s.str() + " is not a rank in [0, " + std::to_string(members.size()) + ")");
+    }
+    return members[static_cast<std::size_t>(v)];
   }
 
   void exec(int block, const Wait&) {
@@ -113,9 +129,10 @@ struct Expander {
     ExpandedOp op;
     op.kind = ExpandedOp::Kind::COLLECTIVE;
     op.collective = c.kind;
-    const bool rooted = c.kind == CollectiveKind::BCAST || c.kind == CollectiveKind::REDUCE ||
-                        c.kind == CollectiveKind::GATHER || c.kind == CollectiveKind::SCATTER;
-    op.root = rooted && !c.root.empty() ? static_cast<int>(std::floor(c.root.eval(frame))) : -1;
+    op.comm = c.comm;
+    const std::vector<int>& members = layout.members(c.comm, rank);
+    op.comm_size = static_cast<int>(members.size());
+    op.root = is_rooted(c.kind) && !c.root.empty() ? to_world(block, members, c.root, false) : -1;
     op.size_bytes = c.size_bytes.empty() ? 0 : c.size_bytes.eval(frame);
     push(op, block);
   }
@@ -125,11 +142,17 @@ struct Expander {
 
 std::vector<ExpandedOp> expand_rank(const Skeleton& skeleton, std::vector<double> frame, int rank,
                                     std::uint64_t seed, std::size_t limit) {
-  bind_rank(skeleton, frame, rank);
+  const CommLayout layout = layout_comms(skeleton, frame, static_cast<int>(frame[Skeleton::SLOT_P]));
+  return expand_rank(skeleton, std::move(frame), rank, layout, seed, limit);
+}
+
+std::vector<ExpandedOp> expand_rank(const Skeleton& skeleton, std::vector<double> frame, int rank, const CommLayout& layout,
+                                    std::uint64_t seed, std::size_t limit) {
+  bind_rank(skeleton, frame, rank, layout);
   const int g = select_group(skeleton, frame);
   if (g < 0)
     throw SkeletonError(skeleton.file, "/programs", "no rank group matches rank " + std::to_string(rank));
-  Expander e{skeleton, frame, rank, RankRng(seed, rank), CoinTosses(seed, skeleton.coins), limit, {}};
+  Expander e{skeleton, layout, frame, rank, RankRng(seed, rank), CoinTosses(seed, skeleton.coins), limit, {}};
   e.body(skeleton.groups[static_cast<std::size_t>(g)].body);
   return std::move(e.out);
 }

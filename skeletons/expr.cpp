@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <memory>
+#include <functional>
 #include <optional>
 
 namespace mksim::skeletons {
@@ -37,7 +38,97 @@ struct Node {
 };
 using NodePtr = std::unique_ptr<Node>;
 
+// An exact non-negative integer below 2^31 as int, else -1 (the domain of the topology functions).
+int as_index(double v) {
+  if (!(v >= 0 && v < 2147483648.0) || v != std::floor(v)) return -1;
+  return static_cast<int>(v);
+}
+
+// An exact integer in int's range, else nullopt (coordinates may be negative: outside the grid).
+std::optional<long long> as_int(double v) {
+  if (!(std::fabs(v) < 2147483648.0) || v != std::floor(v)) return std::nullopt;
+  return static_cast<long long>(v);
+}
+
+// dims(n, d, i): the last result is kept, since a peer expression asks for the same grid at every message.
+double dims_entry(double n, double d, double i) {
+  const int nn = as_index(n), nd = as_index(d), ni = as_index(i);
+  if (nn < 1 || nd < 1 || nd > 64 || ni < 0 || ni >= nd) return std::nan("");
+  thread_local int last_n = 0, last_d = 0;
+  thread_local std::vector<int> last;
+  if (nn != last_n || nd != last_d) {
+    last = dims_create(nn, nd);
+    last_n = nn;
+    last_d = nd;
+  }
+  return last[static_cast<std::size_t>(ni)];
+}
+
+// cart_coord(r, i, n0, n1, n2): row-major (the last dimension varies fastest), as MPI_Cart_coords.
+double cart_coord(const double* a) {
+  const int r = as_index(a[0]), i = as_index(a[1]);
+  long long n[3];
+  for (int k = 0; k < 3; ++k) {
+    const int v = as_index(a[2 + k]);
+    if (v < 1) return std::nan("");
+    n[k] = v;
+  }
+  if (r < 0 || i < 0 || i > 2 || r >= n[0] * n[1] * n[2]) return std::nan("");
+  long long c[3] = {r / (n[1] * n[2]), (r / n[2]) % n[1], r % n[2]};
+  return static_cast<double>(c[i]);
+}
+
+// cart_rank(c0, c1, c2, n0, n1, n2): -1 (MPI_PROC_NULL) when a coordinate is outside its dimension, as
+// MPI_Cart_shift gives for a non-periodic dimension (periodic ones are wrapped by the caller with `%`).
+double cart_rank(const double* a) {
+  long long n[3];
+  for (int k = 0; k < 3; ++k) {
+    const int v = as_index(a[3 + k]);
+    if (v < 1) return std::nan("");
+    n[k] = v;
+  }
+  long long c[3];
+  bool outside = false;
+  for (int k = 0; k < 3; ++k) {
+    const auto v = as_int(a[k]);
+    if (!v) return std::nan("");
+    c[k] = *v;
+    outside = outside || c[k] < 0 || c[k] >= n[k];
+  }
+  if (outside) return -1;
+  return static_cast<double>((c[0] * n[1] + c[1]) * n[2] + c[2]);
+}
+
 }  // namespace
+
+std::vector<int> dims_create(int nnodes, int ndims) {
+  if (nnodes < 1 || ndims < 1) return {};
+  std::vector<int> factors;  // prime factors, increasing
+  int n = nnodes;
+  for (int p = 2; static_cast<long long>(p) * p <= n; ++p)
+    while (n % p == 0) {
+      factors.push_back(p);
+      n /= p;
+    }
+  if (n > 1) factors.push_back(n);
+  std::vector<int> bins(static_cast<std::size_t>(ndims), 1);
+  for (auto f = factors.rbegin(); f != factors.rend(); ++f)  // largest first, into the smallest bin (first on ties)
+    *std::min_element(bins.begin(), bins.end()) *= *f;
+  std::sort(bins.begin(), bins.end(), std::greater<>());
+  return bins;
+}
+
+int instr_arity(ExprInstr::Code c) {
+  switch (c) {
+    case Code::CONST: case Code::VAR: return 0;
+    case Code::NEG: case Code::NOT: case Code::FLOOR: case Code::CEIL: case Code::LOG2: case Code::SQRT: case Code::ABS:
+      return 1;
+    case Code::IF: case Code::DIMS: return 3;
+    case Code::CART_COORD: return 5;
+    case Code::CART_RANK: return 6;
+    default: return 2;
+  }
+}
 
 double apply_instr(ExprInstr::Code c, const double* a) {
   switch (c) {
@@ -72,6 +163,9 @@ double apply_instr(ExprInstr::Code c, const double* a) {
       if (!(std::fabs(a[0]) < 0x1p63 && std::fabs(a[1]) < 0x1p63)) return std::nan("");
       return static_cast<double>(static_cast<std::int64_t>(a[0]) ^ static_cast<std::int64_t>(a[1]));
     case Code::IF: return a[0] != 0 ? a[1] : a[2];
+    case Code::DIMS: return dims_entry(a[0], a[1], a[2]);
+    case Code::CART_COORD: return cart_coord(a);
+    case Code::CART_RANK: return cart_rank(a);
     case Code::CONST:
     case Code::VAR: break;
   }
@@ -90,7 +184,8 @@ struct Function {
 constexpr Function FUNCTIONS[] = {{"floor", Code::FLOOR, 1}, {"ceil", Code::CEIL, 1}, {"min", Code::MIN, 2},
                                   {"max", Code::MAX, 2},     {"mod", Code::MOD, 2},   {"log2", Code::LOG2, 1},
                                   {"sqrt", Code::SQRT, 1},   {"abs", Code::ABS, 1},   {"xor", Code::XOR, 2},
-                                  {"if", Code::IF, 3}};
+                                  {"if", Code::IF, 3},       {"dims", Code::DIMS, 3}, {"cart_coord", Code::CART_COORD, 5},
+                                  {"cart_rank", Code::CART_RANK, 6}};
 
 // Bounds on the recursion of the parser (nesting of parentheses, calls, unary operators, powers) and of the
 // tree walks (a long chain of binary operators), so that hostile text is an error, not a stack overflow.
@@ -233,7 +328,11 @@ class Parser {
   }
   NodePtr parse_name() {
     std::size_t start = pos_;
-    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) ++pos_;
+    // a name may contain dots between its parts (`row.rank`: a communicator's rank, format v3)
+    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' ||
+                                (s_[pos_] == '.' && pos_ + 1 < s_.size() &&
+                                 (std::isalpha(static_cast<unsigned char>(s_[pos_ + 1])) || s_[pos_ + 1] == '_'))))
+      ++pos_;
     std::string name(s_.substr(start, pos_ - start));
     skip_ws();
     if (pos_ < s_.size() && s_[pos_] == '(') {
@@ -255,6 +354,12 @@ class Parser {
       return checked(std::move(n));
     }
     int slot = symbols_.find(name);
+    if (slot < 0 && name == "PROC_NULL") {  // MPI_PROC_NULL as a peer: the message is not sent (format v3)
+      auto n = std::make_unique<Node>();
+      n->code = Code::CONST;
+      n->value = -1;
+      return n;
+    }
     if (slot < 0) {
       pos_ = start;
       std::string known;
@@ -280,7 +385,7 @@ void fold(Node& n) {
     all_const = all_const && k->code == Code::CONST;
   }
   if (!all_const) return;
-  double args[3] = {0, 0, 0};
+  double args[6] = {0, 0, 0, 0, 0, 0};
   for (std::size_t i = 0; i < n.kids.size(); ++i) args[i] = n.kids[i]->value;
   n.value = apply(n.code, args);
   n.code = Code::CONST;
@@ -312,7 +417,7 @@ double Expr::eval(std::span<const double> frame) const {
     const auto& in = code_[0];
     return in.code == Code::CONST ? in.value : frame[in.slot];
   }
-  double stack[64];  // not zeroed: every slot is written before it is read
+  double stack[64] = {};  // (every slot is written before it is read; zeroed so that the compiler sees it too)
   std::vector<double> big;
   if (max_depth_ > 64) big.resize(max_depth_);
   double* st = max_depth_ > 64 ? big.data() : stack;
@@ -327,6 +432,10 @@ double Expr::eval(std::span<const double> frame) const {
         break;
       case Code::IF:
         sp -= 2;
+        st[sp - 1] = apply(in.code, &st[sp - 1]);
+        break;
+      case Code::DIMS: case Code::CART_COORD: case Code::CART_RANK:
+        sp -= instr_arity(in.code) - 1;
         st[sp - 1] = apply(in.code, &st[sp - 1]);
         break;
       default:

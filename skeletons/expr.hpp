@@ -27,16 +27,28 @@ class SymbolTable {
 struct ExprInstr {
   enum class Code : std::uint8_t {
     CONST, VAR, NEG, NOT, ADD, SUB, MUL, DIV, POW, LT, LE, GT, GE, EQ, NE, AND, OR,
-    FLOOR, CEIL, MIN, MAX, MOD, LOG2, SQRT, ABS, XOR, IF
+    FLOOR, CEIL, MIN, MAX, MOD, LOG2, SQRT, ABS, XOR, IF,
+    DIMS,        ///< dims(n, d, i): entry i of MPI_Dims_create(n, d) (format v3)
+    CART_COORD,  ///< cart_coord(r, i, n0, n1, n2): coordinate i of rank r in a row-major n0 x n1 x n2 grid
+    CART_RANK    ///< cart_rank(c0, c1, c2, n0, n1, n2): the rank at those coordinates, -1 (PROC_NULL) outside
   };
   Code code;
   int slot = 0;      ///< for VAR
   double value = 0;  ///< for CONST
 };
 
-/** @brief The value of one operator or function applied to its operands (a[0], a[1], a[2]), as Expr::eval
+/** @brief The value of one operator or function applied to its operands (a[0] .. a[arity-1]), as Expr::eval
  *  computes it: `%` with the sign of the divisor, xor of integer parts, comparisons as 1 or 0. */
 double apply_instr(ExprInstr::Code code, const double* args);
+
+/** @brief Number of operands of an instruction (0 for CONST and VAR). */
+int instr_arity(ExprInstr::Code code);
+
+/** @brief MPI_Dims_create(nnodes, ndims) with every entry free, as OpenMPI 4.1 computes it (the prime factors
+ *  of nnodes, largest first, each multiplied into the currently smallest dimension, then sorted in
+ *  non-increasing order; checked against the real call for nnodes <= 4096 and ndims = 1..4). Empty when
+ *  nnodes < 1 or ndims < 1. */
+std::vector<int> dims_create(int nnodes, int ndims);
 
 /** @brief A parsed expression: text kept for messages, code for evaluation. Constant subtrees are folded. */
 class Expr {
@@ -64,7 +76,8 @@ class Expr {
 
 /** @brief Parses an expression over the table's names. Grammar (C-like precedence):
  *  `a ? b : c` is not supported; use if(c,a,b). Operators: || && == != < <= > >= + - * / % ^ (right
- *  associative) unary - !. Functions: floor ceil min max mod log2 sqrt abs xor if. `%` is mod.
+ *  associative) unary - !. Functions: floor ceil min max mod log2 sqrt abs xor if dims cart_coord cart_rank.
+ *  `%` is mod. Names may contain dots (`row.rank`); `PROC_NULL` is -1 unless the table has that name.
  *  Throws SkeletonError (place = "col N") quoting the text on a syntax error or an unknown name. */
 Expr parse_expr(std::string_view text, const SymbolTable& symbols);
 

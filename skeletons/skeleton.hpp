@@ -1,4 +1,4 @@
-// The skeleton: a scale-independent description of an MPI program, as typed values (format v1 and v2).
+// The skeleton: a scale-independent description of an MPI program, as typed values (format v1, v2 and v3).
 #pragma once
 
 #include "skeletons/expr.hpp"
@@ -57,10 +57,11 @@ struct Compute {
 /** @brief Point-to-point kinds, MPI semantics (blocking or not). */
 enum class P2PKind : std::uint8_t { SEND, RECV, ISEND, IRECV };
 
-/** @brief `send`/`recv`/`isend`/`irecv`; peer in world ranks. */
+/** @brief `send`/`recv`/`isend`/`irecv`; peer in ranks of the communicator `comm` (world ranks on world). */
 struct P2P {
   P2PKind kind;
-  Expr peer;            ///< destination (send) or source (recv)
+  int comm = 0;         ///< 0: world; k: Skeleton::comms[k - 1] (format v3)
+  Expr peer;            ///< destination (send) or source (recv); -1 is MPI_PROC_NULL (format v3): no message
   bool any_source = false;  ///< recv from any source ("peer": "any")
   Expr size_bytes;
   Expr tag;
@@ -79,9 +80,11 @@ struct WaitAll {};
 /** @brief Collective kinds, built from point-to-point with standard algorithms in replay. */
 enum class CollectiveKind : std::uint8_t { BARRIER, BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTOALL };
 
-/** @brief A collective over all ranks; size is bytes per rank (per destination for alltoall). */
+/** @brief A collective over the members of `comm` (all ranks on world); size is bytes per rank (per
+ *  destination for alltoall); root is a rank of the communicator. */
 struct Collective {
   CollectiveKind kind;
+  int comm = 0;  ///< 0: world; k: Skeleton::comms[k - 1] (format v3)
   Expr root;
   Expr size_bytes;
 };
@@ -104,6 +107,27 @@ struct BlockInfo {
   std::string id;     ///< explicit "id" or the JSON pointer of the block
   std::string op;     ///< "loop", "region", "send", ...
   std::string phase;  ///< explicit or inherited "phase", "" when none
+  std::string pointer;  ///< the JSON pointer of the block (= id unless the file gives one)
+};
+
+/** @brief A communicator declared in `comms` (format v3), made from its parent as MPI makes it. Every rank of
+ *  the parent evaluates the declaration's expressions in its own frame, where `parent_rank` and `parent_size`
+ *  are its rank in its instance of the parent and that instance's size. */
+struct CommDecl {
+  /** @brief MPI_Comm_split, MPI_Cart_create, MPI_Cart_sub, MPI_Comm_dup, MPI_Comm_create(_group), MPI_Graph_create. */
+  enum class Kind : std::uint8_t { SPLIT, CART, CART_SUB, DUP, CREATE, GRAPH };
+  std::string name;
+  std::string pointer;        ///< JSON pointer of the declaration, for messages
+  Kind kind = Kind::DUP;
+  int parent = 0;             ///< 0: world; k: Skeleton::comms[k - 1] (declared before this one)
+  Expr color, key;            ///< SPLIT: colour (negative: MPI_UNDEFINED) and key (default parent_rank)
+  std::vector<Expr> dims;     ///< CART: the grid, row-major (the last dimension varies fastest)
+  std::vector<bool> periods;  ///< CART: periodic dimensions
+  std::vector<bool> remain;   ///< CART_SUB: the dimensions kept
+  Expr members;               ///< CREATE: the parent rank of member `member` (0 .. size - 1), in new-rank order
+  Expr size;                  ///< CREATE: number of members; GRAPH: number of nodes (default parent_size)
+  int rank_slot = -1;         ///< frame slot of NAME.rank: this rank's rank in it, -1 when not a member
+  int size_slot = -1;         ///< frame slot of NAME.size: its size, 0 when not a member
 };
 
 /** @brief A declared parameter (N, K, steps, ...) with an optional default and its documentation. */
@@ -118,6 +142,7 @@ struct Define {
   std::string name;
   int slot;
   Expr value;
+  bool late = false;  ///< uses a communicator's rank or size (format v3): evaluated after the communicators
 };
 
 /** @brief The program of the ranks for which `ranks` holds (the first matching group wins). */
@@ -147,12 +172,16 @@ struct Skeleton {
   static constexpr int SLOT_RANK = 1;
 
   std::string file;  ///< where it was read from ("" if from a string)
-  int version = 1;   ///< format version of the file (1 or 2)
+  int version = 1;   ///< format version of the file (1, 2 or 3)
   std::string name;
   std::string description;
   std::vector<Param> params;    ///< in file order
   std::vector<Define> defines;  ///< in file order
   std::vector<RankGroup> groups;
+  std::vector<CommDecl> comms;    ///< format v3 `comms`, in file order (communicator k is comms[k - 1]; 0 is world)
+  int parent_rank_slot = -1;      ///< format v3: `parent_rank`, `parent_size`, `member` in communicator declarations
+  int parent_size_slot = -1;
+  int member_slot = -1;
   std::vector<PhaseDecl> phases;  ///< optional ("phases"), in program order
   std::vector<BlockInfo> blocks;  ///< indexed by Block::index
   SymbolTable symbols;
@@ -165,5 +194,14 @@ struct Skeleton {
 /** @brief Names of the op kinds as the file spells them. */
 const char* collective_name(CollectiveKind k);
 const char* p2p_name(P2PKind k);
+
+/** @brief Whether a collective has a root (bcast, reduce, gather, scatter). */
+bool is_rooted(CollectiveKind k);
+
+/** @brief "world" for 0, else the declared communicator's name. */
+const std::string& comm_name(const Skeleton& skeleton, int comm);
+
+/** @brief MPI_PROC_NULL as a peer value (format v3): the op sends or receives nothing and completes at once. */
+inline constexpr int PROC_NULL_PEER = -1;
 
 }  // namespace mksim::skeletons

@@ -1,5 +1,7 @@
-// JSON (format v1 and v2) to typed skeleton, strict: unknown fields, wrong types and bad expressions are errors.
+// JSON (format v1, v2 and v3) to typed skeleton, strict: unknown fields, wrong types and bad expressions are errors.
 #include "skeletons/skeleton_io.hpp"
+
+#include "skeletons/comms.hpp"
 
 #include "skeletons/distribution.hpp"
 #include "skeletons/error.hpp"
@@ -32,6 +34,16 @@ const char* collective_name(CollectiveKind k) {
   return "?";
 }
 
+bool is_rooted(CollectiveKind k) {
+  return k == CollectiveKind::BCAST || k == CollectiveKind::REDUCE || k == CollectiveKind::GATHER ||
+         k == CollectiveKind::SCATTER;
+}
+
+const std::string& comm_name(const Skeleton& sk, int comm) {
+  static const std::string world = "world";
+  return comm <= 0 ? world : sk.comms.at(static_cast<std::size_t>(comm - 1)).name;
+}
+
 const char* p2p_name(P2PKind k) {
   switch (k) {
     case P2PKind::SEND: return "send";
@@ -61,6 +73,10 @@ namespace {
 
 constexpr const char* RESERVED[] = {"P", "rank", "floor", "ceil", "min", "max", "mod", "log2",
                                     "sqrt", "abs", "xor", "if", "any"};
+// names format v3 adds (reserved in version 3 files only, so that older files keep their names)
+constexpr const char* RESERVED_V3[] = {"dims", "cart_coord", "cart_rank", "PROC_NULL", "parent_rank", "parent_size",
+                                       "member", "world"};
+constexpr int LATEST_VERSION = 3;
 
 class Reader {
  public:
@@ -68,13 +84,13 @@ class Reader {
 
   void read(const Json& root) {
     expect_object(root, "");
-    allowed(root, "", {"format", "version", "name", "description", "params", "let", "programs", "body",
+    allowed(root, "", {"format", "version", "name", "description", "params", "let", "comms", "programs", "body",
                        "phases", "provenance", "doc"});
     if (!root.contains("format") || root["format"] != "mksim-skeleton")
       fail("/format", "must be \"mksim-skeleton\"");
     if (!root.contains("version") || !root["version"].is_number_integer() ||
-        (root["version"] != 1 && root["version"] != 2))
-      fail("/version", "this mksim reads skeleton format versions 1 and 2");
+        (root["version"] != 1 && root["version"] != 2 && root["version"] != 3))
+      fail("/version", "this mksim reads skeleton format versions 1, 2 and 3");
     sk_.version = root["version"].get<int>();
     sk_.name = opt_string(root, "name", "");
     sk_.description = opt_string(root, "description", "");
@@ -82,7 +98,12 @@ class Reader {
     sk_.symbols.add("P");
     sk_.symbols.add("rank");
     if (root.contains("params")) read_params(root["params"]);
+    if (root.contains("comms")) {
+      need_version(3, "/comms", "\"comms\" (communicators)");
+      declare_comms(root["comms"]);
+    }
     if (root.contains("let")) read_defines(root["let"]);
+    if (root.contains("comms")) read_comms(root["comms"]);
 
     bool has_programs = root.contains("programs"), has_body = root.contains("body");
     if (has_programs == has_body) fail("", "give exactly one of \"programs\" (rank groups) or \"body\" (all ranks)");
@@ -174,6 +195,9 @@ class Reader {
     if (!ok) fail(at, "\"" + name + "\" is not a valid name (letters, digits, _)");
     for (const char* r : RESERVED)
       if (name == r) fail(at, "\"" + name + "\" is reserved");
+    if (sk_.version >= 3)
+      for (const char* r : RESERVED_V3)
+        if (name == r) fail(at, "\"" + name + "\" is reserved (format version 3)");
     if (sk_.symbols.find(name) >= 0) fail(at, "\"" + name + "\" is already defined");
   }
   Expr expr(const Json& j, const std::string& at) const {
@@ -190,11 +214,18 @@ class Reader {
     } else {
       fail(at, "expected an expression (string or number), got " + j.dump());
     }
+    Expr e;
     try {
-      return parse_expr(text, sk_.symbols);
-    } catch (const SkeletonError& e) {
-      fail(at, e.what());
+      e = parse_expr(text, sk_.symbols);
+    } catch (const SkeletonError& err) {
+      fail(at, err.what());
     }
+    if (!in_comm_)
+      for (int slot : {sk_.parent_rank_slot, sk_.parent_size_slot, sk_.member_slot})
+        if (slot >= 0 && e.uses(slot))
+          fail(at, "in expression \"" + text + "\": '" + sk_.symbols.names()[static_cast<std::size_t>(slot)] +
+                       "' is only defined in a communicator's declaration (\"comms\")");
+    return e;
   }
   void read_params(const Json& params) {
     expect_object(params, "/params");
@@ -227,13 +258,153 @@ class Reader {
       std::string at = "/let/" + it.key();
       check_name(it.key(), at);
       Expr e = expr(it.value(), at);  // may use only names defined above it
-      Define d{it.key(), sk_.symbols.add(it.key()), std::move(e)};
+      // a value that uses a communicator's rank or size (or such a value) is computed after the communicators
+      bool late = false;
+      for (int slot : comm_slots_) late = late || e.uses(slot);
+      for (const Define& d : sk_.defines) late = late || (d.late && e.uses(d.slot));
+      Define d{it.key(), sk_.symbols.add(it.key()), std::move(e), late};
       sk_.defines.push_back(std::move(d));
     }
   }
   /** @brief A feature of format v2 used in a file that says version 1 is an error at `at`. */
-  void need_version2(const std::string& at, const std::string& what) const {
-    if (sk_.version < 2) fail(at, what + " needs version 2 (this file says \"version\": 1)");
+  void need_version2(const std::string& at, const std::string& what) const { need_version(2, at, what); }
+  /** @brief A feature of format version v used in an older file is an error at `at`. */
+  void need_version(int v, const std::string& at, const std::string& what) const {
+    if (sk_.version < v)
+      fail(at, what + " needs version " + std::to_string(v) + " (this file says \"version\": " + std::to_string(sk_.version) + ")");
+  }
+
+  // ---- communicators (format v3) ----
+
+  /** @brief Names every communicator and its NAME.rank / NAME.size slots before `let` is read (a `let` may
+   *  use them), and the names only declarations see. */
+  void declare_comms(const Json& comms) {
+    expect_object(comms, "/comms");
+    sk_.parent_rank_slot = sk_.symbols.add("parent_rank");
+    sk_.parent_size_slot = sk_.symbols.add("parent_size");
+    sk_.member_slot = sk_.symbols.add("member");
+    for (auto it = comms.begin(); it != comms.end(); ++it) {
+      const std::string at = "/comms/" + it.key();
+      const std::string& name = it.key();
+      bool ok = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+      for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+      if (!ok) fail(at, "\"" + name + "\" is not a valid communicator name (letters, digits, _)");
+      if (name == "world") fail(at, "\"world\" is MPI_COMM_WORLD, always there: give the communicator another name");
+      CommDecl d;
+      d.name = name;
+      d.pointer = at;
+      d.rank_slot = sk_.symbols.add(name + ".rank");
+      d.size_slot = sk_.symbols.add(name + ".size");
+      comm_slots_.push_back(d.rank_slot);
+      comm_slots_.push_back(d.size_slot);
+      sk_.comms.push_back(std::move(d));
+    }
+  }
+
+  /** @brief The communicator a field names ("world" or a declared one, before `limit` when given). */
+  int comm_index(const Json& j, const std::string& at, std::size_t limit = SIZE_MAX) const {
+    if (!j.is_string()) fail(at, "a communicator is named by a string, got " + j.dump());
+    const std::string n = j.get<std::string>();
+    if (n == "world") return 0;
+    for (std::size_t k = 0; k < sk_.comms.size() && k < limit; ++k)
+      if (sk_.comms[k].name == n) return static_cast<int>(k) + 1;
+    std::string known = "world";
+    for (std::size_t k = 0; k < sk_.comms.size() && k < limit; ++k) known += ", " + sk_.comms[k].name;
+    fail(at, "unknown communicator \"" + n + "\" (" + (limit == SIZE_MAX ? "declared" : "declared before this one") + ": " + known + ")");
+  }
+
+  void read_comms(const Json& comms) {
+    std::size_t k = 0;
+    for (auto it = comms.begin(); it != comms.end(); ++it, ++k) {
+      CommDecl& d = sk_.comms[k];
+      const std::string& at = d.pointer;
+      const Json& j = it.value();
+      expect_object(j, at);
+      static const std::pair<const char*, CommDecl::Kind> kinds[] = {
+          {"split", CommDecl::Kind::SPLIT},       {"cart", CommDecl::Kind::CART}, {"cart_sub", CommDecl::Kind::CART_SUB},
+          {"dup", CommDecl::Kind::DUP},           {"create", CommDecl::Kind::CREATE}, {"graph", CommDecl::Kind::GRAPH}};
+      const char* kind_key = nullptr;
+      for (const auto& [key, kind] : kinds)
+        if (j.contains(key)) {
+          if (kind_key) fail(at, std::string("a communicator is made one way: \"") + kind_key + "\" and \"" + key + "\" both given");
+          kind_key = key;
+          d.kind = kind;
+        }
+      if (!kind_key) fail(at, "a communicator needs one of \"split\", \"cart\", \"cart_sub\", \"dup\", \"create\", \"graph\" (its parent)");
+      d.parent = comm_index(j[kind_key], at + "/" + kind_key, k);
+      // its expressions see P, rank, parameters, `let` values not computed from communicators, the ranks and
+      // sizes of the communicators declared before it, parent_rank, parent_size (and member, in "members")
+      std::vector<int> forbidden;
+      for (std::size_t q = k; q < sk_.comms.size(); ++q) forbidden.insert(forbidden.end(), {sk_.comms[q].rank_slot, sk_.comms[q].size_slot});
+      for (const Define& def : sk_.defines)
+        if (def.late) forbidden.push_back(def.slot);
+      auto cexpr = [&](const Json& v, const std::string& where, bool member_ok = false) {
+        in_comm_ = true;
+        Expr e = expr(v, where);
+        in_comm_ = false;
+        for (int slot : forbidden)
+          if (e.uses(slot))
+            fail(where, "in expression \"" + e.text() + "\": '" + sk_.symbols.names()[static_cast<std::size_t>(slot)] +
+                            "' is not known yet when communicator \"" + d.name + "\" is made (its own and later communicators' ranks, and `let` values computed from them)");
+        if (!member_ok && e.uses(sk_.member_slot))
+          fail(where, "in expression \"" + e.text() + "\": 'member' is only defined in \"members\" of a \"create\"");
+        return e;
+      };
+      auto bool_list = [&](const char* key, std::size_t n) {
+        std::vector<bool> out;
+        const std::string where = at + "/" + key;
+        if (!j.contains(key)) fail(at, std::string("\"") + kind_key + "\" needs \"" + key + "\"");
+        const Json& v = j[key];
+        if (!v.is_array() || (n != SIZE_MAX && v.size() != n))
+          fail(where, "must be an array of " + (n == SIZE_MAX ? std::string("booleans") : std::to_string(n) + " booleans (one per dimension)"));
+        for (std::size_t i = 0; i < v.size(); ++i) {
+          if (!v[i].is_boolean()) fail(where + "/" + std::to_string(i), "must be true or false, got " + v[i].dump());
+          out.push_back(v[i].get<bool>());
+        }
+        return out;
+      };
+      switch (d.kind) {
+        case CommDecl::Kind::SPLIT:
+          allowed(j, at, {"split", "color", "key", "doc"}, "for a \"split\" communicator");
+          if (!j.contains("color")) fail(at, "\"split\" needs \"color\" (an expression; negative: MPI_UNDEFINED)");
+          d.color = cexpr(j["color"], at + "/color");
+          d.key = cexpr(j.contains("key") ? j["key"] : Json("parent_rank"), at + "/key");
+          break;
+        case CommDecl::Kind::CART: {
+          allowed(j, at, {"cart", "dims", "periods", "doc"}, "for a \"cart\" communicator");
+          if (!j.contains("dims") || !j["dims"].is_array() || j["dims"].empty() || j["dims"].size() > 3)
+            fail(at + "/dims", "must be an array of 1 to 3 expressions (the grid's dimensions, row-major)");
+          for (std::size_t i = 0; i < j["dims"].size(); ++i) d.dims.push_back(cexpr(j["dims"][i], at + "/dims/" + std::to_string(i)));
+          d.periods = j.contains("periods") ? bool_list("periods", d.dims.size()) : std::vector<bool>(d.dims.size(), false);
+          break;
+        }
+        case CommDecl::Kind::CART_SUB: {
+          allowed(j, at, {"cart_sub", "remain", "doc"}, "for a \"cart_sub\" communicator");
+          const CommDecl* parent = d.parent > 0 ? &sk_.comms[static_cast<std::size_t>(d.parent - 1)] : nullptr;
+          if (!parent || (parent->kind != CommDecl::Kind::CART && parent->kind != CommDecl::Kind::CART_SUB))
+            fail(at + "/cart_sub", "the parent of a \"cart_sub\" is a \"cart\" (or \"cart_sub\") communicator");
+          std::size_t nd = parent->kind == CommDecl::Kind::CART
+                               ? parent->dims.size()
+                               : static_cast<std::size_t>(std::count(parent->remain.begin(), parent->remain.end(), true));
+          d.remain = bool_list("remain", nd);
+          break;
+        }
+        case CommDecl::Kind::DUP:
+          allowed(j, at, {"dup", "doc"}, "for a \"dup\" communicator");
+          break;
+        case CommDecl::Kind::CREATE:
+          allowed(j, at, {"create", "members", "size", "doc"}, "for a \"create\" communicator");
+          if (!j.contains("members") || !j.contains("size"))
+            fail(at, "\"create\" needs \"members\" (the parent rank of member `member`) and \"size\" (how many)");
+          d.members = cexpr(j["members"], at + "/members", true);
+          d.size = cexpr(j["size"], at + "/size");
+          break;
+        case CommDecl::Kind::GRAPH:
+          allowed(j, at, {"graph", "nodes", "doc"}, "for a \"graph\" communicator");
+          d.size = cexpr(j.contains("nodes") ? j["nodes"] : Json("parent_size"), at + "/nodes");
+          break;
+      }
+    }
   }
   Distribution read_dist(const Json& j, const std::string& at) const {
     expect_object(j, at);
@@ -286,6 +457,13 @@ class Reader {
     sk_.request_names.push_back(n);
     return sk_.request_slots++;
   }
+  /** @brief The "comm" of an op (format v3), world when absent. */
+  int op_comm(const Json& j, const std::string& at) const {
+    if (!j.contains("comm")) return 0;
+    need_version(3, at + "/comm", "\"comm\" on an op");
+    return comm_index(j["comm"], at + "/comm");
+  }
+
   Body read_body(const Json& j, const std::string& at, const std::string& phase) {
     if (!j.is_array()) fail(at, "a body is an array of blocks");
     Body body;
@@ -299,6 +477,7 @@ class Reader {
     Block b;
     b.index = static_cast<int>(sk_.blocks.size());
     BlockInfo info;
+    info.pointer = at;
     info.id = opt_string(j, "id", at, at);
     if (j.contains("id") && !ids_.insert(info.id).second) fail(at + "/id", "block id \"" + info.id + "\" is used twice");
     info.op = op;
@@ -380,8 +559,9 @@ class Reader {
     } else if (op == "send" || op == "recv" || op == "isend" || op == "irecv") {
       bool nonblocking = op[0] == 'i';
       bool is_recv = op == "recv" || op == "irecv";
-      check_keys(nonblocking ? common({"peer", "size", "tag", "req"}) : common({"peer", "size", "tag"}));
+      check_keys(nonblocking ? common({"peer", "size", "tag", "req", "comm"}) : common({"peer", "size", "tag", "comm"}));
       P2P p;
+      p.comm = op_comm(j, at);
       p.kind = op == "send" ? P2PKind::SEND : op == "recv" ? P2PKind::RECV : op == "isend" ? P2PKind::ISEND : P2PKind::IRECV;
       const Json& peer = need("peer");
       if (is_recv && peer.is_string() && peer.get<std::string>() == "any") p.any_source = true;
@@ -419,11 +599,11 @@ class Reader {
                              "bcast, reduce, allreduce, gather, scatter, allgather, alltoall)");
       Collective c;
       c.kind = *kind;
-      bool rooted = c.kind == CollectiveKind::BCAST || c.kind == CollectiveKind::REDUCE ||
-                    c.kind == CollectiveKind::GATHER || c.kind == CollectiveKind::SCATTER;
-      if (c.kind == CollectiveKind::BARRIER) check_keys(common({}));
-      else if (rooted) check_keys(common({"root", "size"}));
-      else check_keys(common({"size"}));
+      bool rooted = is_rooted(c.kind);
+      if (c.kind == CollectiveKind::BARRIER) check_keys(common({"comm"}));
+      else if (rooted) check_keys(common({"root", "size", "comm"}));
+      else check_keys(common({"size", "comm"}));
+      c.comm = op_comm(j, at);
       c.root = expr(rooted && j.contains("root") ? j["root"] : Json(0), at + "/root");
       c.size_bytes = c.kind == CollectiveKind::BARRIER ? parse_expr("0", sk_.symbols) : expr(need("size"), at + "/size");
       b.op = std::move(c);
@@ -433,6 +613,8 @@ class Reader {
 
   std::string file_;
   Skeleton& sk_;
+  bool in_comm_ = false;          // reading a communicator's declaration: parent_rank, parent_size allowed
+  std::vector<int> comm_slots_;   // the NAME.rank, NAME.size slots of the declared communicators
   std::set<std::string> loop_vars_;
   std::set<std::string> ids_;
   std::set<std::string> active_loop_vars_;
@@ -497,6 +679,10 @@ std::vector<double> bind_parameters(const Skeleton& sk, int P, const std::map<st
 }
 
 void bind_rank(const Skeleton& sk, std::vector<double>& frame, int rank) {
+  if (!sk.comms.empty()) {  // the communicators need every rank's frame: O(P) (loops over ranks use the layout)
+    bind_rank(sk, frame, rank, layout_comms(sk, frame, static_cast<int>(frame[Skeleton::SLOT_P])));
+    return;
+  }
   frame[Skeleton::SLOT_RANK] = rank;
   for (const auto& d : sk.defines) frame[d.slot] = d.value.eval(frame);
 }
@@ -509,86 +695,115 @@ int select_group(const Skeleton& sk, const std::vector<double>& frame) {
 
 namespace {
 
-void check_body(const Skeleton& sk, const Body& body, std::vector<double>& frame, int P, int rank) {
-  auto bad = [&](const Block& b, const std::string& what) {
-    throw SkeletonError(sk.file, sk.blocks[b.index].id, "at P=" + std::to_string(P) + ", rank " + std::to_string(rank) + ": " + what);
-  };
-  auto fmt = [](double v) {
+struct Checker {
+  const Skeleton& sk;
+  const CommLayout& layout;
+  std::vector<double>& frame;
+  int P;
+  int rank;
+
+  [[noreturn]] void bad(const Block& b, const std::string& what) const {
+    const BlockInfo& info = sk.blocks[static_cast<std::size_t>(b.index)];
+    throw SkeletonError(sk.file, info.id,
+                        "at P=" + std::to_string(P) + ", rank " + std::to_string(rank) + ": " + what +
+                            (info.id != info.pointer ? " [" + info.pointer + "]" : ""));
+  }
+  static std::string fmt(double v) {
     std::ostringstream os;
     os << v;
     return os.str();
-  };
-  auto check_rank = [&](const Block& b, const Expr& e, const char* what) {
-    double v = e.eval(frame);
-    if (!(v >= 0 && v < P) || v != std::floor(v))
-      bad(b, std::string(what) + " \"" + e.text() + "\" = " + fmt(v) + " is not a rank in [0, " + std::to_string(P) + ")");
-  };
-  auto check_size = [&](const Block& b, const Expr& e) {
-    double v = e.eval(frame);
-    if (!(v >= 0) || !std::isfinite(v)) bad(b, "size \"" + e.text() + "\" = " + fmt(v) + " is not a byte count");
-  };
-  for (const Block& b : body) {
-    std::visit(
-        [&](const auto& op) {
-          using T = std::decay_t<decltype(op)>;
-          if constexpr (std::is_same_v<T, Loop>) {
-            double n = op.count.eval(frame);
-            if (!(n >= 0) || !std::isfinite(n)) bad(b, "loop count \"" + op.count.text() + "\" = " + fmt(n) + " is not a count");
-            const double iters = std::floor(n);  // (a cast to an integer type is undefined beyond its range)
-            if (iters == 0) return;
-            double saved = op.var_slot >= 0 ? frame[op.var_slot] : 0;
-            for (double it : {0.0, iters - 1}) {
-              if (op.var_slot >= 0) frame[op.var_slot] = it;
-              check_body(sk, op.body, frame, P, rank);
-              if (iters == 1) break;
-            }
-            if (op.var_slot >= 0) frame[op.var_slot] = saved;
-          } else if constexpr (std::is_same_v<T, Branch>) {
-            if (op.condition) {
-              check_body(sk, op.condition->eval(frame) != 0 ? op.then_body : op.else_body, frame, P, rank);
-            } else {
-              double p = op.probability.eval(frame);
-              if (!(p >= 0 && p <= 1)) bad(b, "probability \"" + op.probability.text() + "\" = " + fmt(p) + " is not in [0, 1]");
-              if (op.coin >= 0) check_rank(b, op.coin_rank, "coin_rank");
-              check_body(sk, op.then_body, frame, P, rank);
-              check_body(sk, op.else_body, frame, P, rank);
-            }
-          } else if constexpr (std::is_same_v<T, Region>) {
-            check_body(sk, op.body, frame, P, rank);
-          } else if constexpr (std::is_same_v<T, Compute>) {
-            double v = op.amount.eval(frame);
-            if (!(v >= 0) || !std::isfinite(v)) bad(b, "compute amount \"" + op.amount.text() + "\" = " + fmt(v) + " is negative or not finite");
-            if (op.dist && op.dist->type != Distribution::Type::EMPIRICAL) {
-              const double cv = op.dist->cv.eval(frame);
-              if (std::string why = cv_problem(*op.dist, cv); !why.empty())
-                bad(b, "cv \"" + op.dist->cv.text() + "\" = " + fmt(cv) + " " + why);
-            }
-          } else if constexpr (std::is_same_v<T, P2P>) {
-            if (!op.any_source) check_rank(b, op.peer, op.kind == P2PKind::SEND || op.kind == P2PKind::ISEND ? "destination" : "source");
-            if (!op.any_tag) {
-              double t = op.tag.eval(frame);
-              if (!(t >= 0 && t <= 1e9) || t != std::floor(t)) bad(b, "tag \"" + op.tag.text() + "\" = " + fmt(t) + " is not a non-negative integer");
-            }
-            check_size(b, op.size_bytes);
-          } else if constexpr (std::is_same_v<T, Collective>) {
-            check_rank(b, op.root, "root");
-            check_size(b, op.size_bytes);
-          }
-        },
-        b.op);
   }
-}
+  /** @brief "world" ranks as before; on a communicator, the rank's size of it, and it must be a member. */
+  int comm_size(const Block& b, int comm) const {
+    if (comm == 0) return P;
+    const int n = layout.size_of(comm, rank);
+    if (n == 0) bad(b, "rank " + std::to_string(rank) + " is not a member of communicator \"" + comm_name(sk, comm) + "\"");
+    return n;
+  }
+  void check_rank(const Block& b, const Expr& e, const char* what, int comm = 0, bool null_ok = false) const {
+    const int n = comm_size(b, comm);
+    double v = e.eval(frame);
+    if (null_ok && v == PROC_NULL_PEER) return;
+    if (!(v >= 0 && v < n) || v != std::floor(v)) {
+      std::string msg = std::string(what) + " \"" + e.text() + "\" = " + fmt(v) + " is not a rank in [0, " + std::to_string(n) + ")";
+      if (comm != 0) msg += " of communicator \"" + comm_name(sk, comm) + "\"";
+      if (null_ok) msg += " or PROC_NULL (-1)";
+      bad(b, msg);
+    }
+  }
+  /** @brief Sizes are finite and >= 0 (format v3: whole bytes too). */
+  void check_size(const Block& b, const Expr& e) const {
+    double v = e.eval(frame);
+    if (!(v >= 0) || !std::isfinite(v) || (sk.version >= 3 && v != std::floor(v)))
+      bad(b, "size \"" + e.text() + "\" = " + fmt(v) + " is not a byte count" + (sk.version >= 3 ? " (a non-negative integer)" : ""));
+  }
+
+  void body(const Body& blocks) {
+    for (const Block& b : blocks) std::visit([&](const auto& op) { visit(b, op); }, b.op);
+  }
+  void visit(const Block& b, const Loop& op) {
+    double n = op.count.eval(frame);
+    if (!(n >= 0) || !std::isfinite(n) || (sk.version >= 3 && n != std::floor(n)))
+      bad(b, "loop count \"" + op.count.text() + "\" = " + fmt(n) + " is not a count" + (sk.version >= 3 ? " (a non-negative integer)" : ""));
+    const double iters = std::floor(n);  // (a cast to an integer type is undefined beyond its range)
+    if (iters == 0) return;
+    double saved = op.var_slot >= 0 ? frame[op.var_slot] : 0;
+    for (double it : {0.0, iters - 1}) {
+      if (op.var_slot >= 0) frame[op.var_slot] = it;
+      body(op.body);
+      if (iters == 1) break;
+    }
+    if (op.var_slot >= 0) frame[op.var_slot] = saved;
+  }
+  void visit(const Block& b, const Branch& op) {
+    if (op.condition) {
+      body(op.condition->eval(frame) != 0 ? op.then_body : op.else_body);
+    } else {
+      double p = op.probability.eval(frame);
+      if (!(p >= 0 && p <= 1)) bad(b, "probability \"" + op.probability.text() + "\" = " + fmt(p) + " is not in [0, 1]");
+      if (op.coin >= 0) check_rank(b, op.coin_rank, "coin_rank");
+      body(op.then_body);
+      body(op.else_body);
+    }
+  }
+  void visit(const Block&, const Region& op) { body(op.body); }
+  void visit(const Block& b, const Compute& op) {
+    double v = op.amount.eval(frame);
+    if (!(v >= 0) || !std::isfinite(v)) bad(b, "compute amount \"" + op.amount.text() + "\" = " + fmt(v) + " is negative or not finite");
+    if (op.dist && op.dist->type != Distribution::Type::EMPIRICAL) {
+      const double cv = op.dist->cv.eval(frame);
+      if (std::string why = cv_problem(*op.dist, cv); !why.empty()) bad(b, "cv \"" + op.dist->cv.text() + "\" = " + fmt(cv) + " " + why);
+    }
+  }
+  void visit(const Block& b, const P2P& op) {
+    const bool null_ok = sk.version >= 3;  // MPI_PROC_NULL
+    if (!op.any_source) check_rank(b, op.peer, op.kind == P2PKind::SEND || op.kind == P2PKind::ISEND ? "destination" : "source", op.comm, null_ok);
+    else comm_size(b, op.comm);
+    if (!op.any_tag) {
+      double t = op.tag.eval(frame);
+      if (!(t >= 0 && t <= 1e9) || t != std::floor(t)) bad(b, "tag \"" + op.tag.text() + "\" = " + fmt(t) + " is not a non-negative integer");
+    }
+    check_size(b, op.size_bytes);
+  }
+  void visit(const Block& b, const Collective& op) {
+    check_rank(b, op.root, "root", op.comm);
+    check_size(b, op.size_bytes);
+  }
+  template <class T>
+  void visit(const Block&, const T&) {}
+};
 
 }  // namespace
 
 void check_for_run(const Skeleton& sk, const std::vector<double>& base, int P) {
   std::vector<double> frame = base;
+  const CommLayout layout = layout_comms(sk, base, P);
   for (int r = 0; r < P; ++r) {
-    bind_rank(sk, frame, r);
+    bind_rank(sk, frame, r, layout);
     int g = select_group(sk, frame);
     if (g < 0)
       throw SkeletonError(sk.file, "/programs", "no rank group matches rank " + std::to_string(r) + " at P=" + std::to_string(P));
-    check_body(sk, sk.groups[g].body, frame, P, r);
+    Checker{sk, layout, frame, P, r}.body(sk.groups[g].body);
   }
 }
 

@@ -16,13 +16,13 @@ namespace {
 struct Recorder : P2PLayer {
   std::map<std::tuple<int, int>, std::vector<double>> sends, recvs;  // (src,dst) -> sizes in order
   long messages = 0;
-  std::shared_ptr<void> isend(int me, int dst, int, double bytes, int) override {
+  std::shared_ptr<void> isend(int me, int dst, int, double bytes, int, std::uint32_t) override {
     EXPECT_NE(me, dst);
     sends[{me, dst}].push_back(bytes);
     ++messages;
     return std::make_shared<int>(0);
   }
-  std::shared_ptr<void> irecv(int me, int src, int, double bytes, int) override {
+  std::shared_ptr<void> irecv(int me, int src, int, double bytes, int, std::uint32_t) override {
     EXPECT_NE(me, src);
     recvs[{src, me}].push_back(bytes);
     return std::make_shared<int>(0);

@@ -27,6 +27,7 @@ const std::string kRoot = MKSIM_SOURCE_DIR;
 const std::string kExamples = kRoot + "/skeletons/examples";
 const std::string kSchema = kRoot + "/skeletons/schema/skeleton-v1.schema.json";
 const std::string kSchemaV2 = kRoot + "/skeletons/schema/skeleton-v2.schema.json";
+const std::string kSchemaV3 = kRoot + "/skeletons/schema/skeleton-v3.schema.json";
 
 /** @brief An example and the rank counts it supports among the ones we test. */
 struct Example {
@@ -40,6 +41,7 @@ const std::vector<int> kScales = {4, 8, 16, 64, 128};
 const std::vector<Example> kAll = {
     {"atm2d.json", kScales}, {"pge1.json", kScales}, {"pge2.json", kScales},
     {"cg.json", kScales},    {"master_worker.json", kScales}, {"atm1d.json", kScales},
+    {"summa.json", kScales},
 };
 
 // The ops skeleton_io.cpp accepts (format v1).
@@ -90,6 +92,7 @@ json sample_value(const std::string& field) {
   if (field == "name") return "solve";
   if (field == "dist") return {{"type", "normal"}, {"cv", 0.1}};
   if (field == "coin") return "c";
+  if (field == "comm") return "world";
   return 1;  // count, cond, seconds, flops, peer, tag, root
 }
 
@@ -263,6 +266,64 @@ TEST(Examples, SchemaFieldsMatchTheReader) { check_schema_fields(kSchema, 1, kRe
 
 TEST(Examples, SchemaV2FieldsMatchTheReader) { check_schema_fields(kSchemaV2, 2, kReaderOpsV2); }
 
+TEST(Examples, SchemaV3FieldsMatchTheReader) { check_schema_fields(kSchemaV3, 3, kReaderOpsV2); }
+
+// Format v3's communicators: every kind of the schema's `comm` with its required fields is read, without one it is
+// refused, and any other field is an error.
+TEST(Examples, SchemaV3CommunicatorsMatchTheReader) {
+  const json defs = read_json(kSchemaV3).at("$defs");
+  auto doc = [](const json& comm) {
+    return json{{"format", "mksim-skeleton"}, {"version", 3}, {"comms", {{"agrid", {{"cart", "world"}, {"dims", {"P"}}}}, {"c", comm}}},
+                {"body", json::array()}}
+        .dump();
+  };
+  auto accepts = [](const std::string& text, std::string* why = nullptr) {
+    try {
+      sk::parse_skeleton(text, "t.json");
+      return true;
+    } catch (const SkeletonError& e) {
+      if (why) *why = e.what();
+      return false;
+    }
+  };
+  auto sample = [](const std::string& f) -> json {
+    if (f == "split" || f == "cart" || f == "dup" || f == "create" || f == "graph") return "world";
+    if (f == "cart_sub") return "agrid";  // (keys are read in sorted order here: declared before "c")
+    if (f == "dims") return json::array({"P"});
+    if (f == "periods" || f == "remain") return json::array({true});
+    if (f == "doc") return "x";
+    return "0";  // color, key, members, size, nodes
+  };
+  std::set<std::string> kinds;
+  for (const auto& alt : defs.at("comm").at("oneOf")) {
+    json c = json::object();
+    for (const auto& f : alt.at("required")) c[f.get<std::string>()] = sample(f.get<std::string>());
+    kinds.insert(alt.at("required").at(0).get<std::string>());
+    std::string why;
+    EXPECT_TRUE(accepts(doc(c), &why)) << c.dump() << ": " << why;
+    for (const auto& [f, _] : alt.at("properties").items()) {
+      json more = c;
+      more[f] = sample(f);
+      EXPECT_TRUE(accepts(doc(more), &why)) << more.dump() << ": " << why;
+    }
+    for (const auto& f : alt.at("required")) {
+      json less = c;
+      less.erase(f.get<std::string>());
+      EXPECT_FALSE(accepts(doc(less))) << less.dump();
+    }
+    json extra = c;
+    extra["bogus"] = 1;
+    EXPECT_FALSE(accepts(doc(extra))) << extra.dump();
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"split", "cart", "cart_sub", "dup", "create", "graph"}));
+  // a communicator in a version 2 file, and "comm" on an op of one, are errors naming the place
+  std::string why;
+  EXPECT_FALSE(accepts(R"({"format":"mksim-skeleton","version":2,"comms":{"a":{"dup":"world"}},"body":[]})", &why));
+  EXPECT_NE(why.find("/comms: \"comms\" (communicators) needs version 3 (this file says \"version\": 2)"), std::string::npos) << why;
+  EXPECT_FALSE(accepts(R"({"format":"mksim-skeleton","version":2,"body":[{"op":"barrier","comm":"world"}]})", &why));
+  EXPECT_NE(why.find("/body/0/comm: \"comm\" on an op needs version 3"), std::string::npos) << why;
+}
+
 TEST(Examples, SchemaV2ListsTheReadersOpsAndDistributions) {
   const json schema = read_json(kSchemaV2);
   EXPECT_EQ(schema.at("$schema"), "https://json-schema.org/draft/2020-12/schema");
@@ -333,7 +394,24 @@ TEST(Examples, SchemaTopLevelMatchesTheReader) {
   json v2 = {{"format", "mksim-skeleton"}, {"version", 2}, {"body", json::array()}};
   EXPECT_NO_THROW(sk::parse_skeleton(v2.dump()));
   json v3 = {{"format", "mksim-skeleton"}, {"version", 3}, {"body", json::array()}};
-  EXPECT_THROW(sk::parse_skeleton(v3.dump()), SkeletonError);
+  EXPECT_NO_THROW(sk::parse_skeleton(v3.dump()));
+  json v4 = {{"format", "mksim-skeleton"}, {"version", 4}, {"body", json::array()}};
+  EXPECT_THROW(sk::parse_skeleton(v4.dump()), SkeletonError);
+  // the v3 schema's top level is v2's with "comms"
+  const json schema3 = read_json(kSchemaV3);
+  EXPECT_EQ(schema3.at("properties").at("version").at("const"), 3);
+  json top3 = schema3.at("properties");
+  top3.erase("version");
+  EXPECT_TRUE(top3.contains("comms"));
+  top3.erase("comms");
+  top3.erase("let");  // (its description mentions the communicators)
+  json top2b = top2;
+  top2b.erase("let");
+  EXPECT_EQ(top2b, top3);
+  for (const auto& name : schema3.at("$defs").at("name").at("not").at("enum")) {
+    json d = {{"format", "mksim-skeleton"}, {"version", 3}, {"params", {{name.get<std::string>(), 1}}}, {"body", json::array()}};
+    EXPECT_THROW(sk::parse_skeleton(d.dump()), SkeletonError) << name;
+  }
   EXPECT_FALSE(reader_accepts(json::array({{{"op", "region"}, {"name", "a"}, {"body", json::array()}}})));
   EXPECT_FALSE(reader_accepts(json::array({{{"op", "compute"}, {"seconds", 1}, {"dist", sample_value("dist")}}})));
   // The reserved names of the schema are the reader's.

@@ -8,9 +8,13 @@
 #include "skeletons/skeleton_io.hpp"
 
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
@@ -146,7 +150,18 @@ TEST(ModelErrors, ParameterShadowingAMachineSymbolIsRefused) {
   EXPECT_THROW(mksim::sim::derive_model(sk, machine, {4, {}, true}), mksim::skeletons::SkeletonError);
 }
 
-// A hand-made machine gives exact closed forms: a ring exchange of m bytes, then compute, repeated.
+// A hand-made machine: s = 2 us, r = 3 us, o = 1 us, 1 Gflop/s, every route 5 us and 1 GB/s.
+mksim::sim::MachineModel hand_made_machine() {
+  mksim::sim::MachineModel machine;
+  machine.send_overhead_s = 2e-6;
+  machine.recv_overhead_s = 3e-6;
+  machine.per_message_overhead_s = 1e-6;
+  machine.speed_flops = [](int) { return 1e9; };
+  machine.route = [](int, int) { return mksim::sim::RouteFigures{5e-6, 1e9}; };
+  return machine;
+}
+
+// It gives exact closed forms: a ring exchange of m bytes, then compute, repeated.
 TEST(ModelClosedForm, RingExchangeIsTauPlusOverheads) {
   const auto sk = mksim::skeletons::parse_skeleton(R"({"format": "mksim-skeleton", "version": 1,
       "params": {"n": 10, "m": 1000},
@@ -156,12 +171,7 @@ TEST(ModelClosedForm, RingExchangeIsTauPlusOverheads) {
         {"op": "waitall", "phase": "ring"},
         {"op": "compute", "flops": "1e6", "phase": "work"}]}]})",
                                                    "ring.json");
-  mksim::sim::MachineModel machine;
-  machine.send_overhead_s = 2e-6;
-  machine.recv_overhead_s = 3e-6;
-  machine.per_message_overhead_s = 1e-6;
-  machine.speed_flops = [](int) { return 1e9; };
-  machine.route = [](int, int) { return mksim::sim::RouteFigures{5e-6, 1e9}; };
+  const mksim::sim::MachineModel machine = hand_made_machine();
   const AnalyticModel m = mksim::sim::derive_model(sk, machine, {8, {}, true});
   // per step: s + tau(m) + r + o + 1e6 / 1e9
   const double step = 2e-6 + (5e-6 + 1000 / 1e9) + 3e-6 + 1e-6 + 1e-3;
@@ -176,6 +186,79 @@ TEST(ModelClosedForm, RingExchangeIsTauPlusOverheads) {
   EXPECT_NEAR(dn.eval(m.frame(8, {{"m", 5000}})), step + 4000 / 1e9, 1e-15);
 }
 
+
+// Collectives on communicators cost their algorithm's rounds at the communicator's size, written as an expression
+// of P where one exists (a Cartesian sub-grid's size is a dims() of P: GiNaC holds dims(P, 2, 0) as an opaque
+// function, a number once P is), so the compiled T(P) is right at another P too; point-to-point peers are mapped
+// to world ranks; PROC_NULL costs nothing; a split's size is its value at the model's P (a note says so).
+TEST(ModelClosedForm, CollectivesOnCommunicatorsCostRoundsAtTheirSize) {
+  const auto sk = mksim::skeletons::parse_skeleton(R"J({"format": "mksim-skeleton", "version": 3,
+      "params": {"m": 1000},
+      "comms": {"grid": {"cart": "world", "dims": ["dims(P, 2, 0)", "dims(P, 2, 1)"]},
+                "row": {"cart_sub": "grid", "remain": [false, true]},
+                "col": {"cart_sub": "grid", "remain": [true, false]},
+                "half": {"split": "world", "color": "rank % 2"}},
+      "body": [{"op": "allreduce", "comm": "col", "size": "m", "phase": "a"},
+               {"op": "bcast", "comm": "row", "size": "m", "phase": "b"},
+               {"op": "alltoall", "comm": "row", "size": "m", "phase": "c"},
+               {"op": "barrier", "comm": "half", "phase": "d"},
+               {"op": "send", "comm": "grid", "peer": "PROC_NULL", "size": "m", "phase": "e"}]})J",
+                                                   "comms.json");
+  const mksim::sim::MachineModel machine = hand_made_machine();
+  const double round = 5e-6 + 2e-6 + 3e-6 + 1e-6, per_byte = 1e-9, m = 1000;
+  // at P = 16: columns and rows of 4, halves of 8
+  auto at = [&](int X, int Y, int half) {
+    return std::floor(std::log2(X)) * (round + m * per_byte) +  // allreduce (X a power of 2)
+           std::ceil(std::log2(Y)) * (round + m * per_byte) +                                        // bcast
+           (Y - 1) * (round + m * per_byte) +                                                        // alltoall
+           std::ceil(std::log2(half)) * round;                                                       // barrier
+  };
+  const AnalyticModel m16 = mksim::sim::derive_model(sk, machine, {16, {}, false});
+  EXPECT_NEAR(m16.value_s, at(4, 4, 8), 1e-15) << m16.formula;
+  EXPECT_NE(m16.formula.find("dims(P, 2, 0)"), std::string::npos) << m16.formula;
+  std::map<std::string, double> by;
+  for (const auto& t : m16.terms) by[t.phase] += t.value_s;
+  EXPECT_EQ(by.count("e"), 0u);  // nothing for a send to PROC_NULL
+  bool noted = false;
+  for (const auto& n : m16.notes) noted = noted || n.find("communicator \"half\" (a split)") != std::string::npos;
+  EXPECT_TRUE(noted);
+  // the compiled form at P = 64 (8 x 8): the grid's parts move with P, the split's size stays its value at 16
+  EXPECT_NEAR(m16.eval(64, {}), at(8, 8, 8), 1e-15);
+  const AnalyticModel m64 = mksim::sim::derive_model(sk, machine, {64, {}, false});
+  EXPECT_NEAR(m64.value_s, at(8, 8, 32), 1e-15);
+}
+
+// The explorer's JavaScript of a compiled model (mksim report --explore) evaluates the topology functions as the
+// compiled form does: T(P) of a skeleton whose costs go through dims() and cart_rank(), at P = 1..200, in node.
+TEST(ModelClosedForm, JavascriptOfTopologyFunctionsAgrees) {
+  if (std::system("command -v node >/dev/null 2>&1") != 0) GTEST_SKIP() << "no node";
+  const auto sk = mksim::skeletons::parse_skeleton(R"J({"format": "mksim-skeleton", "version": 3, "params": {"m": 1000},
+      "comms": {"grid": {"cart": "world", "dims": ["dims(P, 3, 0)", "dims(P, 3, 1)", "dims(P, 3, 2)"]},
+                "plane": {"cart_sub": "grid", "remain": [false, true, true]}},
+      "body": [{"op": "allreduce", "comm": "plane", "size": "m * cart_coord(3, 1, 4, 2, 1)"},
+               {"op": "compute", "flops": "1e6 * (cart_rank(1, 1, 0, dims(P, 3, 0), 2, 1) + 2) * dims(P, 3, 2)"}]})J",
+                                                   "js.json");
+  const AnalyticModel m = mksim::sim::derive_model(sk, hand_made_machine(), {16, {}, false});
+  const std::string js = mksim::sim::javascript_of(m.compiled);
+  const std::string file = ::testing::TempDir() + "/mksim_model_js_" + std::to_string(::getpid()) + ".js";
+  {
+    std::ofstream f(file);
+    f << "var T = " << js << ";\nfor (var P = 1; P <= 200; ++P) console.log(P, T([P, 1000]).toPrecision(17));\n";
+  }
+  FILE* p = ::popen(("node " + file).c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  int P = 0, lines = 0;
+  double v = 0;
+  while (std::fscanf(p, "%d %lf", &P, &v) == 2) {
+    const double want = m.eval(P, {});
+    if (std::isnan(want)) EXPECT_TRUE(std::isnan(v)) << "P=" << P;
+    else EXPECT_DOUBLE_EQ(v, want) << "P=" << P;
+    ++lines;
+  }
+  ::pclose(p);
+  std::remove(file.c_str());
+  EXPECT_EQ(lines, 200);
+}
 }  // namespace
 
 // `mksim model` end to end: the expression, the breakdown, the cross-check, and its errors.

@@ -430,6 +430,13 @@ TEST_F(Otf2Test, CommSplitNamesTheNewCommunicator) {
     EXPECT_EQ(split[0].root, 1) << "rank " << r;  // new communicator id
     EXPECT_EQ(split[0].comm, 0u) << "rank " << r;  // parent: world
     EXPECT_EQ(split[0].tag, -1) << "rank " << r;   // the colour is not in OTF2
+    // its arguments from the communicator definitions: members in rank order, this rank's rank, the size
+    const mt::CommArgs* a = run.ranks[static_cast<std::size_t>(r)].args_of(split[0]);
+    ASSERT_NE(a, nullptr) << "rank " << r;
+    EXPECT_EQ(a->members, r % 2 == 0 ? (std::vector<int>{2, 0}) : (std::vector<int>{3, 1})) << "rank " << r;
+    EXPECT_EQ(a->new_rank, r < 2 ? 1 : 0) << "rank " << r;
+    EXPECT_EQ(a->new_size, 2);
+    EXPECT_EQ(a->color, mt::ANY);  // not recorded
   }
 }
 

@@ -495,3 +495,46 @@ TEST(SkelBuildTiBuilder, ShapesThatAgreeShareOneCopyWhenOthersOrderCallsDifferen
 }
 
 }  // namespace
+
+// The TI compute path (issue 23): `compute <flops>` lines of SMPI's TI traces (smpi_execute_flops) become compute
+// blocks in flops, regressed over the runs like any number (here exactly 1000*N/P), instead of being dropped (a
+// skeleton without compute). tests/ti_compute.c at P = 2, 4, 8 and N = 4000, 8000.
+TEST_F(SkelBuildTiTest, ComputeLinesBecomeFlopsComputeBlocks) {
+  if (std::system("command -v smpicc >/dev/null 2>&1 && command -v smpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "no SMPI";
+  const std::string exe = (tmp_ / "ti_compute").string();
+  ASSERT_EQ(std::system(("smpicc -std=c99 -O1 -o " + exe + " " + SRC + "/tests/ti_compute.c >/dev/null 2>&1").c_str()), 0);
+  std::vector<mksim::trace::Run> runs;
+  for (int P : {2, 4, 8})
+    for (int N : {4000, 8000}) {
+      const fs::path dir = tmp_ / ("ti-" + std::to_string(P) + "-" + std::to_string(N));
+      fs::create_directories(dir);
+      std::ofstream hosts(dir / "hosts");
+      for (int i = 0; i < P; ++i) hosts << "node-" << i << "\n";
+      hosts.close();
+      const std::string idx = (dir / "ti.txt").string();
+      const std::string cmd = "timeout 120 smpirun -np " + std::to_string(P) + " -platform " + SRC + "/platforms/t3e.xml -hostfile " +
+                              (dir / "hosts").string() + " -trace-ti --cfg=tracing/filename:" + idx +
+                              " --cfg=smpi/simulate-computation:no --log=root.thresh:warning " + exe + " " + std::to_string(N) +
+                              " 3 >" + (dir / "out.log").string() + " 2>&1";
+      ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+      runs.push_back(mksim::trace::read_ti_run(idx));
+      runs.back().params["N"] = std::to_string(N);
+    }
+  std::string text;
+  const Skeleton sk = build("ti_compute", runs, text);
+  // every rank computes 1000*N/P flops before each of its 3 exchanges, at traced and untraced P
+  for (int P : {4, 16})
+    for (int rank : {0, 1, P - 1}) {
+      auto frame = mksim::skeletons::bind_parameters(sk, P, {{"N", 6000}});
+      double flops = 0;
+      int blocks = 0;
+      for (const ExpandedOp& x : mksim::skeletons::expand_rank(sk, frame, rank))
+        if (x.kind == ExpandedOp::Kind::COMPUTE) {
+          EXPECT_TRUE(x.in_flops) << text;
+          flops += x.amount;
+          blocks += x.amount > 0;
+        }
+      EXPECT_NEAR(flops, 3 * (1000.0 * 6000 / P), 1e-6) << "P=" << P << " rank " << rank << "\n" << text;
+      EXPECT_EQ(blocks, 3) << text;
+    }
+}

@@ -81,7 +81,7 @@ TEST(Skeleton, BadInputsNameFileAndPlace) {
   EXPECT_NE(error_of(wrap(R"([{"op":"send","size":8}])")).find("needs \"peer\""), std::string::npos);
   EXPECT_NE(error_of(wrap(R"([{"op":"wait","req":"r9"}])")).find("r9"), std::string::npos);
   EXPECT_NE(error_of(wrap("[]", R"("extra":1,)")).find("/extra: unknown field"), std::string::npos);
-  EXPECT_NE(error_of(R"({"format":"mksim-skeleton","version":3,"body":[]})").find("/version"), std::string::npos);
+  EXPECT_NE(error_of(R"({"format":"mksim-skeleton","version":4,"body":[]})").find("/version"), std::string::npos);
   EXPECT_NE(error_of(wrap("[]", R"("params":{"rank":1},)")).find("reserved"), std::string::npos);
   EXPECT_NE(error_of(wrap(R"([{"op":"loop","count":2,"var":"i","body":[{"op":"loop","count":2,"var":"i","body":[]}]}])"))
                 .find("enclosing loop"),
@@ -283,7 +283,7 @@ TEST(SkeletonV2, CheckForRunEvaluatesCvPerRank) {
     FAIL() << "no error";
   } catch (const SkeletonError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "t.json: work: at P=4, rank 3: cv \"0.1 * (2 - rank)\" = -0.1 is not a coefficient of variation (finite, >= 0)");
+              "t.json: work: at P=4, rank 3: cv \"0.1 * (2 - rank)\" = -0.1 is not a coefficient of variation (finite, >= 0) [/body/0/body/0]");
   }
 }
 

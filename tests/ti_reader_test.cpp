@@ -274,6 +274,73 @@ TEST_F(TiReaderTest, EveryAction) {
   EXPECT_EQ(run.ranks[0].events[23].request, 2u);
 }
 
+// Every action SimGrid 3.32 writes for the calls of tests/ti_actions.c (every call the tracer knows, compute and
+// sleep) at P = 4, kept: each call an event of its kind with its sizes, compute as the next event's flops and sleep
+// as its seconds, requests tied to their completions, and what TI cannot say (sendRecv's tags, which request a
+// waitAny or test* completed, non-blocking collectives) counted in the run's warnings.
+TEST_F(TiReaderTest, EveryActionOfARealProgramIsKept) {
+  const std::string exe = (tmp_ / "ti_actions").string();
+  if (std::system("command -v smpicc >/dev/null 2>&1 && command -v smpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "no SMPI";
+  ASSERT_EQ(std::system(("smpicc -std=c99 -O1 -o " + exe + " " + SRC + "/tests/ti_actions.c >/dev/null 2>&1").c_str()), 0);
+  std::ofstream hosts(tmp_ / "hosts");
+  for (int i = 0; i < 4; ++i) hosts << "node-" << i << "\n";
+  hosts.close();
+  const std::string idx = (tmp_ / "ti.txt").string();
+  const std::string cmd = "timeout 120 smpirun -np 4 -platform " + SRC + "/platforms/t3e.xml -hostfile " + (tmp_ / "hosts").string() +
+                          " -trace-ti --cfg=tracing/filename:" + idx + " --cfg=tracing/smpi/sleeping:yes" +
+                          " --cfg=smpi/simulate-computation:no --log=root.thresh:warning " + exe + " >" + (tmp_ / "out.log").string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::vector<double> flops;
+  const auto run = mksim::trace::read_ti_run(idx, &flops);
+  ASSERT_TRUE(run.complete()) << run.problems.front();
+  for (int r = 0; r < 4; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const auto& t = run.ranks[static_cast<std::size_t>(r)];
+    std::map<Kind, int> n;
+    double gap_flops = 0, sleep = 0;
+    for (const Event& e : t.events) {
+      ++n[e.kind];
+      gap_flops += e.gap_flops;
+      if (e.cpu_gap > 0) sleep += e.cpu_gap;
+    }
+    EXPECT_EQ(flops[static_cast<std::size_t>(r)], 6e6);
+    EXPECT_EQ(gap_flops, 6e6);  // every compute action on an event
+    EXPECT_EQ(t.events.back().gap_flops, 3e6);  // the last one before MPI_Finalize
+    EXPECT_NEAR(sleep, 0.002, 1e-12);
+    for (Kind k : {Kind::INIT, Kind::SENDRECV, Kind::TEST, Kind::TESTALL, Kind::SSEND, Kind::BSEND, Kind::SCATTER,
+                   Kind::REDUCE, Kind::GATHER, Kind::ALLGATHER, Kind::ALLTOALL, Kind::GATHERV, Kind::SCATTERV,
+                   Kind::ALLGATHERV, Kind::ALLTOALLV, Kind::REDUCE_SCATTER, Kind::SCAN, Kind::EXSCAN, Kind::TESTSOME,
+                   Kind::ISSEND, Kind::FINALIZE})
+      EXPECT_EQ(n[k], 1) << kind_name(k);
+    EXPECT_EQ(n[Kind::WAITANY], 2);
+    EXPECT_GE(n[Kind::TESTANY], 2);
+    EXPECT_EQ(n[Kind::BARRIER], 3);    // world, ibarrier, the dup's
+    EXPECT_EQ(n[Kind::BCAST], 3);      // world, ibcast, the split's (which TI writes as one on world: root 0)
+    EXPECT_EQ(n[Kind::ALLREDUCE], 2);  // and iallreduce
+    EXPECT_EQ(n[Kind::SEND] + n[Kind::RECV], (r <= 1 ? 2 : 1));  // MPI_Rsend is written "send"
+    // every request completed exactly once, by a wait, waitany, test* or waitall
+    std::set<std::uint32_t> started, done;
+    for (const Event& e : t.events) {
+      if (e.request != 0 && e.kind != Kind::COMPLETE) started.insert(e.request);
+      if (e.kind == Kind::COMPLETE && e.request != 0) {
+        EXPECT_TRUE(done.insert(e.request).second) << e.request;
+      }
+    }
+    EXPECT_EQ(started, done);
+  }
+  std::map<std::string, std::string> warned;
+  for (const auto& w : run.warnings)
+    for (const char* k : {"'sendRecv'", "'waitAny'", "'testall'", "'testany'", "'testsome'", "'ibcast'", "'iallreduce'", "'ibarrier'"})
+      if (w.find(k) != std::string::npos) warned[k] = w;
+  EXPECT_EQ(warned.size(), 8u) << ::testing::PrintToString(run.warnings);
+  EXPECT_NE(warned["'sendRecv'"].find("without its tags: read with tag 0 on both halves (4 such line(s) in the run)"), std::string::npos)
+      << warned["'sendRecv'"];
+  // only rank 0's MPI_ANY_SOURCE receive stays unmatched (TI does not say which sender it took)
+  const auto unmatched = mksim::trace::unmatched_messages(run);
+  ASSERT_EQ(unmatched.size(), 2u) << ::testing::PrintToString(unmatched);
+  EXPECT_NE(unmatched[0].find("rank 0: receive from ANY_SOURCE, tag 14"), std::string::npos) << unmatched[0];
+}
+
 // read_ti_run must throw TraceError whose message contains `what`
 void expect_error(const std::string& idx, const std::string& what) {
   try {
@@ -303,6 +370,9 @@ TEST_F(TiReaderTest, BadInput) {
   expect_error(one("0\n"), f + ": line 1: no action after the rank");
   expect_error(one("0 init\n0 wait 0 0 5\n"), f + ": line 2: wait for no pending request (source 0, destination 0, tag 5)");
   expect_error(one("0 init\n0 finalize\n0 barrier\n"), f + ": line 3: action 'barrier' after finalize");
+  expect_error(one("0 init\n0 Start 1 4 24 0\n"), f + ": line 2: 'Start': persistent requests (MPI_Start, MPI_Startall) are not supported");
+  expect_error(one("0 init\n0 wait -333 -333 -3335\n"), f + ": line 2: wait with tag -3335 (a non-blocking collective's) but none is pending");
+  expect_error(one("0 init\n0 test 0 0 5\n"), f + ": line 2: test of no pending request (source 0, destination 0, tag 5)");
   expect_error(one("0 gatherv 1 1 0 0\n"), f + ": line 1: 'gatherv' needs 5 fields");
   // a truncated last line (the writer was killed mid-line)
   expect_error(one("0 init\n0 irecv 1 9\n"), f + ": line 2: 'irecv' needs 4 fields");

@@ -393,12 +393,15 @@ TEST_F(TraceTest, CorruptTruncatedAndMissingFilesGiveErrorsNamingFileAndOffset) 
                                ": 4294967295 modules cannot fit in the file (corrupted)");
 
   // a wrong version, a wrong magic, a corrupt kind
-  std::vector<char> v4 = orig;
-  v4[8] = 4;
-  EXPECT_EQ(with(v4), file + ": offset 8: format version 4 is not supported (this reader reads versions 2 and 3)");
+  std::vector<char> v5 = orig;
+  v5[8] = 5;
+  EXPECT_EQ(with(v5), file + ": offset 8: format version 5 is not supported (this reader reads versions 2 to 4)");
   std::vector<char> v2 = orig;  // v2's records are 8 bytes shorter (no cpu_gap): the header's size must agree
   v2[8] = 2;
   EXPECT_EQ(with(v2), file + ": offset 40: record size 64, version 2 has 56");
+  std::vector<char> v3 = orig;  // version 3 had the same records, without the kinds version 4 added
+  v3[8] = 3;
+  EXPECT_EQ(with(v3), "");
   std::vector<char> magic = orig;
   magic[0] = 'X';
   EXPECT_EQ(with(magic), file + ": offset 0: bad magic: not a mktrace file (expected \"MKTRACE1\")");
@@ -973,5 +976,299 @@ TEST_F(TraceTest, CallSitesAreUnwoundOncePerPathAndMemoised) {
     for (const auto& e : t.events)
       if (e.kind == Kind::ISEND) isend_sites.insert(e.site);
     EXPECT_EQ(isend_sites.size(), 1u);
+  }
+}
+
+namespace {
+
+// The arguments of event e of a rank, or a failure.
+const mksim::trace::CommArgs& args_of(const mksim::trace::RankTrace& t, const Event& e) {
+  static const mksim::trace::CommArgs none;
+  const mksim::trace::CommArgs* a = t.args_of(e);
+  EXPECT_NE(a, nullptr) << t.file << ": " << kind_name(e.kind) << " without arguments";
+  return a ? *a : none;
+}
+
+}  // namespace
+
+// Every topology and communicator form of tests/topo_app.c ("forms") traced at P = 6 with the launcher (format
+// v4): each call's recorded arguments against what MPI computes for it (a 3 x 2 grid: MPI_Dims_create(6, 2)),
+// the ids of the communicators made (every creation call takes one, also when it returns MPI_COMM_NULL) and the
+// calls on them with world peers and roots.
+TEST_F(TraceTest, TopologyAndCommunicatorCallsAreRecordedWithTheirArguments) {
+  const int P = 6;
+  const fs::path dir = tmp_ / "topo";
+  ASSERT_EQ(trace(TOPO_APP, P, "forms", dir), 0) << slurp_text(dir.string() + ".log");
+  const mksim::trace::Run run = mksim::trace::read_run(dir.string(), {.require_complete = true});
+  const int PROC_NULL = mksim::trace::PROC_NULL;
+  for (int r = 0; r < P; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const auto& t = run.ranks[static_cast<std::size_t>(r)];
+    std::size_t i = 0;
+    auto next = [&](Kind k) -> const Event& {
+      EXPECT_LT(i, t.events.size());
+      const Event& e = t.events[std::min(i, t.events.size() - 1)];
+      EXPECT_EQ(e.kind, k) << "event " << i << ": " << kind_name(e.kind) << ", expected " << kind_name(k);
+      ++i;
+      return e;
+    };
+    auto dims_create = [&](std::vector<int> in, std::vector<int> out) {
+      const Event& e = next(Kind::DIMS_CREATE);
+      const auto& a = args_of(t, e);
+      EXPECT_EQ(a.nnodes, P);
+      EXPECT_EQ(a.dims_in, in);
+      EXPECT_EQ(a.dims, out);
+      EXPECT_EQ(e.tag, static_cast<int>(out.size()));
+    };
+    auto created = [&](Kind k, std::uint32_t parent, int id, int new_rank, int new_size) -> const mksim::trace::CommArgs& {
+      const Event& e = next(k);
+      EXPECT_EQ(e.comm, parent) << kind_name(k);
+      EXPECT_EQ(e.root, id) << kind_name(k);
+      const auto& a = args_of(t, e);
+      EXPECT_EQ(a.new_rank, new_rank) << kind_name(k);
+      EXPECT_EQ(a.new_size, new_size) << kind_name(k);
+      return a;
+    };
+    auto shift = [&](std::uint32_t comm, int dir, int disp, int source, int dest) {
+      const Event& e = next(Kind::CART_SHIFT);
+      EXPECT_EQ(e.comm, comm);
+      const auto& a = args_of(t, e);
+      EXPECT_EQ(a.direction, dir);
+      EXPECT_EQ(a.disp, disp);
+      EXPECT_EQ(a.source, source) << "direction " << dir;
+      EXPECT_EQ(a.dest, dest) << "direction " << dir;
+    };
+    auto sendrecv = [&](std::uint32_t comm, int dest, int source, int tag, long bytes) {
+      const Event& s = next(Kind::SENDRECV);
+      EXPECT_EQ(s.comm, comm);
+      EXPECT_EQ(s.peer, dest);
+      EXPECT_EQ(s.tag, tag);
+      EXPECT_EQ(s.bytes, bytes);
+      const Event& c = next(Kind::COMPLETE);
+      EXPECT_EQ(c.peer, source);
+    };
+    next(Kind::INIT);
+    dims_create({0}, {6});
+    dims_create({0, 0}, {3, 2});
+    dims_create({0, 0, 0}, {3, 2, 1});
+    dims_create({0, 0, 0, 0}, {3, 2, 1, 1});
+    dims_create({0, 1}, {6, 1});
+    // 1-D periodic ring: id 1
+    {
+      const auto& a = created(Kind::CART_CREATE, 0, 1, r, P);
+      EXPECT_EQ(a.dims, std::vector<int>{P});
+      EXPECT_EQ(a.periods, std::vector<bool>{true});
+      EXPECT_FALSE(a.reorder);
+    }
+    const int left = (r + P - 1) % P, right = (r + 1) % P;
+    shift(1, 0, 1, left, right);
+    sendrecv(1, right, left, 1, 8);
+    // 2-D 3 x 2, periodic in the second dimension: id 2; rows (id 3) and columns (id 4)
+    dims_create({0, 0}, {3, 2});
+    {
+      const auto& a = created(Kind::CART_CREATE, 0, 2, r, P);
+      EXPECT_EQ(a.dims, (std::vector<int>{3, 2}));
+      EXPECT_EQ(a.periods, (std::vector<bool>{false, true}));
+    }
+    const int x = r / 2, y = r % 2;
+    const int north = x > 0 ? r - 2 : PROC_NULL, south = x < 2 ? r + 2 : PROC_NULL, other = x * 2 + (1 - y);
+    shift(2, 0, 1, north, south);
+    sendrecv(2, south, north, 2, 16);
+    shift(2, 1, 1, other, other);
+    sendrecv(2, other, other, 3, 16);
+    EXPECT_EQ(created(Kind::CART_SUB, 2, 3, y, 2).remain, (std::vector<bool>{false, true}));
+    EXPECT_EQ(created(Kind::CART_SUB, 2, 4, x, 3).remain, (std::vector<bool>{true, false}));
+    {
+      const Event& b = next(Kind::BCAST);
+      EXPECT_EQ(b.comm, 3u);
+      EXPECT_EQ(b.root, 2 * x);  // row rank 0, as a world rank
+      EXPECT_EQ(b.bytes, 24);
+      EXPECT_EQ(next(Kind::ALLREDUCE).comm, 4u);
+    }
+    // 3-D 3 x 2 x 1, not periodic: id 5; shifts by -1 (source: coordinate + 1, destination: coordinate - 1)
+    dims_create({0, 0, 0}, {3, 2, 1});
+    EXPECT_EQ(created(Kind::CART_CREATE, 0, 5, r, P).periods, (std::vector<bool>{false, false, false}));
+    shift(5, 0, -1, south, north);
+    shift(5, 1, -1, y == 0 ? r + 1 : PROC_NULL, y == 1 ? r - 1 : PROC_NULL);
+    shift(5, 2, -1, PROC_NULL, PROC_NULL);
+    // split by colour r % 3 (1: MPI_UNDEFINED) with key -r: {3, 0} and {5, 2}; id 6 taken on every rank
+    {
+      const bool in = r % 3 != 1;
+      const Event& e = next(Kind::COMM_SPLIT);
+      EXPECT_EQ(e.root, in ? 6 : -1);
+      const auto& a = args_of(t, e);
+      EXPECT_EQ(a.color, in ? r % 3 : -1);
+      EXPECT_EQ(a.key, -r);
+      EXPECT_EQ(a.new_rank, in ? (r >= 3 ? 0 : 1) : -1);
+      EXPECT_EQ(a.new_size, in ? 2 : 0);
+      if (in) {
+        EXPECT_EQ(next(Kind::BARRIER).comm, 6u);
+      }
+    }
+    created(Kind::COMM_DUP, 0, 7, r, P);
+    EXPECT_EQ(next(Kind::BARRIER).comm, 7u);
+    {
+      const bool even = r % 2 == 0;
+      const auto& a = created(Kind::COMM_CREATE, 0, even ? 8 : -1, even ? r / 2 : -1, even ? 3 : 0);
+      EXPECT_EQ(a.members, (std::vector<int>{0, 2, 4}));
+      if (even) {
+        const Event& red = next(Kind::REDUCE);
+        EXPECT_EQ(red.comm, 8u);
+        EXPECT_EQ(red.root, 0);
+      }
+    }
+    const std::uint32_t g = 9;
+    {
+      const auto& a = created(Kind::GRAPH_CREATE, 0, static_cast<int>(g), r, P);
+      EXPECT_EQ(a.nnodes, P);
+      EXPECT_EQ(a.index, (std::vector<int>{2, 4, 6, 8, 10, 12}));
+      EXPECT_EQ(a.edges, (std::vector<int>{5, 1, 0, 2, 1, 3, 2, 4, 3, 5, 4, 0}));
+      const auto& b = created(Kind::DIST_GRAPH_CREATE_ADJACENT, 0, static_cast<int>(g + 1), r, P);
+      EXPECT_EQ(b.sources, (std::vector<int>{left, right}));
+      EXPECT_EQ(b.destinations, (std::vector<int>{left, right}));
+      const auto& c = created(Kind::DIST_GRAPH_CREATE, 0, static_cast<int>(g + 2), r, P);
+      EXPECT_EQ(c.sources, std::vector<int>{r});
+      EXPECT_EQ(c.degrees, std::vector<int>{2});
+      EXPECT_EQ(c.destinations, (std::vector<int>{left, right}));
+    }
+    sendrecv(g + 1, right, left, 9, 8);
+    EXPECT_EQ(next(Kind::SCAN).bytes, 16);
+    EXPECT_EQ(next(Kind::EXSCAN).bytes, 16);
+    // testany and testsome: each completion is one COMPLETE after the call that made it
+    for (Kind poll : {Kind::TESTANY, Kind::TESTSOME}) {
+      next(Kind::IRECV);
+      next(Kind::ISEND);
+      int completed = 0, said = 0;
+      while (i < t.events.size() && (t.events[i].kind == poll || t.events[i].kind == Kind::COMPLETE)) {
+        if (t.events[i].kind == poll) said += t.events[i].root;
+        else ++completed;
+        ++i;
+      }
+      EXPECT_EQ(completed, 2) << kind_name(poll);
+      EXPECT_EQ(said, 2) << kind_name(poll);
+    }
+    // create_group by the odd ranks only, the group {5, 3, 1}: they take id 12, the even ranks do not
+    if (r % 2 == 1) {
+      const auto& a = created(Kind::COMM_CREATE_GROUP, 0, 12, (5 - r) / 2, 3);
+      EXPECT_EQ(a.members, (std::vector<int>{5, 3, 1}));
+      EXPECT_EQ(a.tag, 7);
+      EXPECT_EQ(next(Kind::BARRIER).comm, 12u);
+      EXPECT_EQ(next(Kind::COMM_FREE).comm, 12u);
+    }
+    std::vector<std::uint32_t> freed;
+    while (i < t.events.size() && t.events[i].kind == Kind::COMM_FREE) freed.push_back(t.events[i++].comm);
+    std::vector<std::uint32_t> want = {g + 2, g + 1, g};
+    if (r % 2 == 0) want.push_back(8);
+    want.push_back(7);
+    if (r % 3 != 1) want.push_back(6);
+    for (std::uint32_t id : {5u, 4u, 3u, 2u, 1u}) want.push_back(id);
+    EXPECT_EQ(freed, want);
+    next(Kind::FINALIZE);
+    EXPECT_EQ(i, t.events.size());
+  }
+  EXPECT_EQ(mksim::trace::unmatched_messages(run), std::vector<std::string>{});
+
+  // the file with ARGS records cut at every record boundary reads as incomplete (arguments cut short are
+  // dropped with the rest), and a flipped byte anywhere in its records is an error, never a crash
+  const std::vector<char> orig = read_bytes(dir / "rank-0.mkt");
+  const fs::path f = tmp_ / "cut.mkt";
+  for (std::size_t n = 48; n + 8 <= orig.size(); n += MKTRACE_RECORD_BYTES) {
+    if (std::memcmp(orig.data() + n, MKTRACE_FOOTER_MAGIC, 8) == 0) break;
+    write_bytes(f, std::vector<char>(orig.begin(), orig.begin() + static_cast<long>(n)));
+    try {
+      EXPECT_EQ(mksim::trace::read_rank_file(f.string()).status, Status::INCOMPLETE) << "cut at " << n;
+    } catch (const TraceError& e) {
+      ADD_FAILURE() << "cut at " << n << ": " << e.what();
+    }
+    std::vector<char> b = orig;
+    b[n + 5] = static_cast<char>(b[n + 5] ^ 0x5a);  // in the record starting at n
+    write_bytes(f, b);
+    EXPECT_THROW(mksim::trace::read_rank_file(f.string()), TraceError) << "flip at " << n + 5;
+  }
+  // a version 3 file cannot hold the kinds version 4 added (the first here: MPI_Dims_create, record 1)
+  std::vector<char> v3 = orig;
+  v3[8] = 3;
+  write_bytes(f, v3);
+  try {
+    mksim::trace::read_rank_file(f.string());
+    ADD_FAILURE() << "a v4 kind accepted in a version 3 file";
+  } catch (const TraceError& e) {
+    EXPECT_EQ(std::string(e.what()), f.string() + ": offset 112: record 1: kind MPI_Dims_create is not in format version 3 (corrupted)");
+  }
+}
+
+namespace {
+
+// The topology calls of a Fortran (mpif.h) program: the tracer's Fortran wrappers record them as the C ones do.
+const char* FORTRAN_TOPO_F90 = R"(program ftopo
+  implicit none
+  include 'mpif.h'
+  integer :: ierr, rank, p, dims(2), cart, row, split, dup, src, dst
+  logical :: periods(2), keep(2)
+  double precision :: a(2)
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call MPI_Comm_size(MPI_COMM_WORLD, p, ierr)
+  dims = 0
+  call MPI_Dims_create(p, 2, dims, ierr)
+  periods(1) = .true.
+  periods(2) = .false.
+  call MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, .false., cart, ierr)
+  call MPI_Cart_shift(cart, 0, 1, src, dst, ierr)
+  keep(1) = .false.
+  keep(2) = .true.
+  call MPI_Cart_sub(cart, keep, row, ierr)
+  a = rank
+  call MPI_Bcast(a, 2, MPI_DOUBLE_PRECISION, 1, row, ierr)
+  call MPI_Comm_split(MPI_COMM_WORLD, mod(rank, 2), -rank, split, ierr)
+  call MPI_Comm_dup(split, dup, ierr)
+  call MPI_Barrier(dup, ierr)
+  call MPI_Comm_free(dup, ierr)
+  call MPI_Comm_free(split, ierr)
+  call MPI_Comm_free(row, ierr)
+  call MPI_Comm_free(cart, ierr)
+  call MPI_Finalize(ierr)
+end program
+)";
+
+}  // namespace
+
+TEST_F(TraceTest, FortranTopologyCallsAreRecordedWithTheirArguments) {
+  const std::string mpifort = MKSIM_MPIFORT;
+  if (mpifort.empty()) GTEST_SKIP() << "no mpifort";
+  const fs::path src = tmp_ / "ftopo.f90", exe = tmp_ / "ftopo";
+  { std::ofstream(src) << FORTRAN_TOPO_F90; }
+  ASSERT_EQ(std::system((mpifort + " -O1 -o " + exe.string() + " " + src.string()).c_str()), 0);
+  const fs::path dir = tmp_ / "f";
+  ASSERT_EQ(trace(exe.string(), 4, "", dir), 0) << slurp_text(dir.string() + ".log");
+  const mksim::trace::Run run = mksim::trace::read_run(dir.string(), {.require_complete = true});
+  for (int r = 0; r < 4; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const auto& t = run.ranks[static_cast<std::size_t>(r)];
+    std::vector<Kind> kinds;
+    for (const Event& e : t.events) kinds.push_back(e.kind);
+    ASSERT_EQ(kinds, (std::vector<Kind>{Kind::INIT, Kind::DIMS_CREATE, Kind::CART_CREATE, Kind::CART_SHIFT, Kind::CART_SUB,
+                                        Kind::BCAST, Kind::COMM_SPLIT, Kind::COMM_DUP, Kind::BARRIER, Kind::COMM_FREE,
+                                        Kind::COMM_FREE, Kind::COMM_FREE, Kind::COMM_FREE, Kind::FINALIZE}));
+    const auto& ev = t.events;
+    EXPECT_EQ(args_of(t, ev[1]).dims, (std::vector<int>{2, 2}));
+    const auto& cart = args_of(t, ev[2]);
+    EXPECT_EQ(cart.dims, (std::vector<int>{2, 2}));
+    EXPECT_EQ(cart.periods, (std::vector<bool>{true, false}));
+    EXPECT_EQ(ev[2].root, 1);
+    const auto& sh = args_of(t, ev[3]);
+    EXPECT_EQ(sh.source, (r + 2) % 4);  // periodic first dimension of 2: both neighbours are the other row
+    EXPECT_EQ(sh.dest, (r + 2) % 4);
+    EXPECT_EQ(args_of(t, ev[4]).remain, (std::vector<bool>{false, true}));
+    EXPECT_EQ(args_of(t, ev[4]).new_rank, r % 2);
+    EXPECT_EQ(ev[5].comm, 2u);
+    EXPECT_EQ(ev[5].root, r / 2 * 2 + 1);  // row rank 1, as a world rank
+    const auto& split = args_of(t, ev[6]);
+    EXPECT_EQ(split.color, r % 2);
+    EXPECT_EQ(split.key, -r);
+    EXPECT_EQ(split.new_rank, r < 2 ? 1 : 0);
+    EXPECT_EQ(ev[7].comm, 3u);  // dup of the split
+    EXPECT_EQ(ev[7].root, 4);
+    EXPECT_EQ(ev[8].comm, 4u);
   }
 }

@@ -735,6 +735,8 @@ int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std:
   std::uintmax_t trace_bytes = 0;
   for (const auto& in : inputs) {
     runs.push_back(read_any_run(in));
+    // what an importer could not represent exactly (SimGrid TI traces): counted, said, never silent
+    for (const auto& w : runs.back().warnings) err << "mkskel: warning: " << w << "\n";
     const std::string p = in.substr(0, in.find("::"));
     if (fs::is_directory(p)) {
       for (const auto& f : fs::directory_iterator(p))

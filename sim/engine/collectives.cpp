@@ -9,20 +9,24 @@ using skeletons::CollectiveKind;
 
 namespace {
 
+// The algorithms see communicator ranks (me, peers); the messages go between the members' world ranks.
 struct Ops {
   P2PLayer& net;
   int me;
   int tag;
   int block;
   CollAcc& acc;
+  const int* world = nullptr;  // communicator rank -> world rank, nullptr for world itself
+  std::uint32_t context = 1;
 
-  void send(int dst, double bytes) { net.wait(me, net.isend(me, dst, tag, bytes, block), acc); }
-  void recv(int src, double bytes) { net.wait(me, net.irecv(me, src, tag, bytes, block), acc); }
+  int w(int r) const { return world ? world[r] : r; }
+  void send(int dst, double bytes) { net.wait(w(me), net.isend(w(me), w(dst), tag, bytes, block, context), acc); }
+  void recv(int src, double bytes) { net.wait(w(me), net.irecv(w(me), w(src), tag, bytes, block, context), acc); }
   void sendrecv(int dst, double send_bytes, int src, double recv_bytes) {
-    auto s = net.isend(me, dst, tag, send_bytes, block);
-    auto r = net.irecv(me, src, tag, recv_bytes, block);
-    net.wait(me, r, acc);
-    net.wait(me, s, acc);
+    auto s = net.isend(w(me), w(dst), tag, send_bytes, block, context);
+    auto r = net.irecv(w(me), w(src), tag, recv_bytes, block, context);
+    net.wait(w(me), r, acc);
+    net.wait(w(me), s, acc);
   }
 };
 
@@ -155,7 +159,13 @@ void alltoall(Ops& o, int P, double bytes) {
 
 void run_collective(P2PLayer& net, CollectiveKind kind, int me, int P, int root, double bytes, int tag, int block,
                     CollAcc& acc) {
-  Ops o{net, me, tag, block, acc};
+  run_collective(net, kind, CollGroup{me, P, nullptr, 1}, root, bytes, tag, block, acc);
+}
+
+void run_collective(P2PLayer& net, CollectiveKind kind, const CollGroup& group, int root, double bytes, int tag, int block,
+                    CollAcc& acc) {
+  Ops o{net, group.me, tag, block, acc, group.world, group.context};
+  const int P = group.size;
   switch (kind) {
     case CollectiveKind::BARRIER: barrier(o, P); break;
     case CollectiveKind::BCAST: bcast(o, P, root, bytes); break;

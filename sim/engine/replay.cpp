@@ -2,6 +2,7 @@
 // per rank; message matching is mksim's (MPI order: source, tag, context), data transfers are SimGrid's.
 #include "sim/engine/replay.hpp"
 
+#include "skeletons/comms.hpp"
 #include "skeletons/distribution.hpp"
 #include "skeletons/rank_rng.hpp"
 
@@ -28,6 +29,7 @@
 #include <set>
 #include <memory>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -63,7 +65,7 @@ struct RankState {
   skeletons::CoinTosses coins;    // shared coins of prob branches (format v2 `coin`)
   std::vector<ReqPtr> outstanding;
   std::vector<ReqPtr> named;      // request slots of the skeleton
-  int coll_seq = 0;
+  std::vector<int> coll_seq;      // per communicator: the collectives this rank has entered on it
   results::RankTimes times;
   double agg = 1;                 // what-if aggregation: multiplier of message sizes and compute in aggregated loops
   // Diagnosis: waits of the current MPI block by the peer waited for and by kind, flushed by account().
@@ -84,14 +86,15 @@ class ReplayContext final : public P2PLayer {
  public:
   ReplayContext(const Skeleton& sk, const MachineParams& m, std::vector<sg4::Host*> hosts, int P,
                 const std::vector<double>& base_frame, std::uint64_t seed, bool timeline)
-      : sk_(sk), P_(P), timeline_on_(timeline),
+      : sk_(sk), P_(P), timeline_on_(timeline), layout_(layout_comms(sk, base_frame, P)),
         tr_(P, m, Naming{[this](int b) { return block_id(b); }, [this](int r, int b) { return where(r, b); }}) {
     ranks_.resize(P);
     for (int r = 0; r < P; ++r) {
       RankState& rs = ranks_[r];
       rs.host = hosts[r];
       rs.frame = base_frame;
-      bind_rank(sk_, rs.frame, r);
+      bind_rank(sk_, rs.frame, r, layout_);
+      rs.coll_seq.assign(layout_.comms.size(), 0);
       rs.rng = skeletons::RankRng(seed, r);
       rs.coins = skeletons::CoinTosses(seed, sk_.coins);
       rs.named.resize(sk_.request_slots);
@@ -184,11 +187,11 @@ class ReplayContext final : public P2PLayer {
   Transport& transport() { return tr_; }
 
   // ---- P2PLayer, used by collectives too ----
-  std::shared_ptr<void> isend(int me, int dst, int tag, double bytes, int block) override {
-    return post_send(me, dst, tag, 1, bytes, block);
+  std::shared_ptr<void> isend(int me, int dst, int tag, double bytes, int block, std::uint32_t context) override {
+    return post_send(me, dst, tag, context, bytes, block);
   }
-  std::shared_ptr<void> irecv(int me, int src, int tag, double bytes, int block) override {
-    return post_recv(me, src, tag, 1, bytes, block);
+  std::shared_ptr<void> irecv(int me, int src, int tag, double bytes, int block, std::uint32_t context) override {
+    return post_recv(me, src, tag, context, bytes, block);
   }
   void wait(int me, const std::shared_ptr<void>& req, CollAcc& acc) override {
     Split s = wait_req(me, std::static_pointer_cast<Request>(req));
@@ -405,8 +408,19 @@ class ReplayContext final : public P2PLayer {
     double size = p.size_bytes.eval(rs.frame);
     if (!(size >= 0) || !std::isfinite(size)) throw ReplayError(where(r, b.index) + "size \"" + p.size_bytes.text() + "\" is " + fmt(size));
     size *= rs.agg;
+    // peers are ranks of the op's communicator: translated to world ranks here, matched in its own context
+    const std::vector<int>& members = comm_members(r, b.index, p.comm);
     int peer = ANY;
-    if (!p.any_source) peer = checked_rank(r, b.index, p.peer);
+    if (!p.any_source) {
+      const int local = checked_rank(r, b.index, p.peer, static_cast<int>(members.size()), sk_.version >= 3);
+      if (local == PROC_NULL_PEER) {  // MPI_PROC_NULL: nothing is sent or received, the op completes at once
+        if (p.request >= 0) rs.named[p.request] = nullptr;
+        account(r, b.index, t0, Split{}, p.kind == P2PKind::SEND || p.kind == P2PKind::ISEND ? "send" : "recv");
+        return;
+      }
+      peer = members[static_cast<std::size_t>(local)];
+    }
+    const std::uint32_t ctx = 2u * static_cast<std::uint32_t>(p.comm);
     int tag = ANY;
     if (!p.any_tag) {
       double t = p.tag.eval(rs.frame);
@@ -416,10 +430,10 @@ class ReplayContext final : public P2PLayer {
     }
     ReqPtr req;
     if (p.kind == P2PKind::SEND || p.kind == P2PKind::ISEND) {
-      req = post_send(r, peer, tag, 0, size, b.index);
+      req = post_send(r, peer, tag, ctx, size, b.index);
       block_bytes_[b.index] += size;
     } else {
-      req = post_recv(r, peer, tag, 0, size, b.index);
+      req = post_recv(r, peer, tag, ctx, size, b.index);
     }
     Split s;
     if (p.kind == P2PKind::SEND || p.kind == P2PKind::RECV) {
@@ -469,27 +483,31 @@ class ReplayContext final : public P2PLayer {
     double size = c.size_bytes.eval(rs.frame);
     if (!(size >= 0) || !std::isfinite(size)) throw ReplayError(where(r, b.index) + "size \"" + c.size_bytes.text() + "\" is " + fmt(size));
     size *= rs.agg;
-    int root = checked_rank(r, b.index, c.root);
-    int seq = rs.coll_seq++ & 0x3fffffff;
+    // over the members of the rank's instance of the communicator, root and ranks relative to it
+    const std::vector<int>& members = comm_members(r, b.index, c.comm);
+    const int n = static_cast<int>(members.size());
+    int root = checked_rank(r, b.index, c.root, n);
+    int seq = rs.coll_seq[static_cast<std::size_t>(c.comm)]++ & 0x3fffffff;
     if (measured_ && measures(*measured_, collective_name(c.kind))) {
-      exec_measured(r, b, c, size, seq, t0);
+      exec_measured(r, b, c, size, std::make_tuple(c.comm, members.front(), seq), n, t0);
       return;
     }
     CollAcc acc;
     std::uint64_t sent_before = rs.times.bytes_sent;
-    run_collective(*this, c.kind, r, P_, root, size, seq, b.index, acc);
+    const CollGroup group{layout_.rank_in(c.comm, r), n, members.data(), 2u * static_cast<std::uint32_t>(c.comm) + 1u};
+    run_collective(*this, c.kind, group, root, size, seq, b.index, acc);
     block_bytes_[b.index] += static_cast<double>(rs.times.bytes_sent - sent_before);
     account(r, b.index, t0, Split{acc.comm, acc.wait}, collective_name(c.kind));
   }
 
   /** @brief A collective costed from the measured table: the ranks wait for the last one to arrive (a
    *  rendezvous on the collective's sequence number), then each spends the measured t(P, bytes). */
-  void exec_measured(int r, const Block& b, const Collective& c, double size, int seq, double t0) {
+  void exec_measured(int r, const Block& b, const Collective& c, double size, const GatheringKey& seq, int n, double t0) {
     RankState& rs = ranks_[r];
     const char* kind = collective_name(c.kind);
-    const double t = collective_time(*measured_, kind, P_, size);
-    if (std::string note = extrapolation_note(*measured_, kind, P_, size); !note.empty()) measured_notes_.insert(note);
-    tr_.gather(r, seq, kind);  // everyone leaves when the last one arrived
+    const double t = collective_time(*measured_, kind, n, size);  // the communicator's size
+    if (std::string note = extrapolation_note(*measured_, kind, n, size); !note.empty()) measured_notes_.insert(note);
+    tr_.gather(r, seq, n, kind);  // everyone leaves when the last one arrived
     const double wait = now(r) - t0;
     tr_.advance(r, t);
     if (stats_ && wait > 0) rs.wait_collective += wait;
@@ -497,7 +515,7 @@ class ReplayContext final : public P2PLayer {
   }
 
   // ---- point-to-point, on the transport ----
-  ReqPtr post_send(int me, int dst, int tag, std::uint8_t ctx, double size, int block) {
+  ReqPtr post_send(int me, int dst, int tag, std::uint32_t ctx, double size, int block) {
     ReqPtr req = tr_.post_send(me, dst, tag, ctx, size, block);
     RankState& rs = ranks_[me];
     rs.times.messages_sent++;
@@ -505,7 +523,7 @@ class ReplayContext final : public P2PLayer {
     return req;
   }
 
-  ReqPtr post_recv(int me, int src, int tag, std::uint8_t ctx, double size, int block) {
+  ReqPtr post_recv(int me, int src, int tag, std::uint32_t ctx, double size, int block) {
     return tr_.post_recv(me, src, tag, ctx, size, block);
   }
 
@@ -521,7 +539,7 @@ class ReplayContext final : public P2PLayer {
     if (stats_ && s.wait > 0) {
       const int peer = req->is_send ? req->peer : req->matched_peer;
       rs.wait_peers.emplace_back(peer, s.wait);
-      if (req->ctx != 0) rs.wait_collective += s.wait;
+      if (!is_user(req->ctx)) rs.wait_collective += s.wait;
       else if (req->is_send) rs.wait_late_receiver += s.wait;
       else rs.wait_late_sender += s.wait;
     }
@@ -564,11 +582,21 @@ class ReplayContext final : public P2PLayer {
     timeline_.push_back(TimelineRow{r, block, kind, t0, now(r)});
   }
 
-  int checked_rank(int r, int block, const Expr& e) {
+  /** @brief A rank of a communicator of size n (-1 for MPI_PROC_NULL when null_ok). */
+  int checked_rank(int r, int block, const Expr& e, int n, bool null_ok = false) {
     double v = e.eval(ranks_[r].frame);
-    if (!(v >= 0 && v < P_) || v != std::floor(v))
-      throw ReplayError(where(r, block) + "\"" + e.text() + "\" = " + fmt(v) + " is not a rank in [0, " + std::to_string(P_) + ")");
+    if (null_ok && v == PROC_NULL_PEER) return PROC_NULL_PEER;
+    if (!(v >= 0 && v < n) || v != std::floor(v))
+      throw ReplayError(where(r, block) + "\"" + e.text() + "\" = " + fmt(v) + " is not a rank in [0, " + std::to_string(n) + ")");
     return static_cast<int>(v);
+  }
+
+  /** @brief The world ranks of rank r's instance of communicator `comm`, in communicator rank order. */
+  const std::vector<int>& comm_members(int r, int block, int comm) const {
+    const std::vector<int>& m = layout_.members(comm, r);
+    if (m.empty())
+      throw ReplayError(where(r, block) + "not a member of communicator \"" + comm_name(sk_, comm) + "\"");
+    return m;
   }
 
   std::string where(int r, int block) const {
@@ -592,6 +620,7 @@ class ReplayContext final : public P2PLayer {
   const Skeleton& sk_;
   int P_;
   bool timeline_on_;
+  skeletons::CommLayout layout_;  // the communicators' members at P, laid out once
   std::vector<RankState> ranks_;
   std::vector<std::uint64_t> block_exec_;
   std::vector<double> block_time_;

@@ -165,7 +165,7 @@ sg4::Mailbox* Transport::acquire_box() {
 
 /** @brief Gives a matched receive the transfer of its send. */
 void Transport::bind(const Request& send, Request& recv) {
-  if (send.size > recv.size && recv.ctx == 0)
+  if (send.size > recv.size && is_user(recv.ctx))
     throw std::runtime_error(naming_.where(recv.owner, recv.block) + "message of " + fmt(send.size) + " bytes from rank " +
                              std::to_string(send.owner) + " (block " + naming_.block_id(send.block) +
                              ") truncated: receive is " + fmt(recv.size) + " bytes");
@@ -208,7 +208,7 @@ void Transport::transfer_finished(const void* comm_impl) {
 // ---- what a rank's actor calls ----
 
 namespace {
-ReqPtr make_request(bool is_send, int owner, int peer, int tag, std::uint8_t ctx, double size, int block) {
+ReqPtr make_request(bool is_send, int owner, int peer, int tag, std::uint32_t ctx, double size, int block) {
   auto req = std::make_shared<Request>();
   req->is_send = is_send;
   req->owner = owner;
@@ -221,14 +221,14 @@ ReqPtr make_request(bool is_send, int owner, int peer, int tag, std::uint8_t ctx
 }
 }  // namespace
 
-ReqPtr Transport::post_send(int me, int dst, int tag, std::uint8_t ctx, double size, int block) {
+ReqPtr Transport::post_send(int me, int dst, int tag, std::uint32_t ctx, double size, int block) {
   check_abort();
   Rank& rs = ranks_[me];
   rs.lt += m_.send_overhead_s;
   // Per-regime figures (0 unless the platform sets them), user messages only (collectives keep their
   // algorithm's costs): an eager message's copy c_e*m, a rendezvous message's handshake h, both paid by the
   // sender before the data leave, as the analytic model charges them (sim/model/model.cpp, send_extra).
-  if (ctx == 0) {
+  if (is_user(ctx)) {
     if (size <= m_.eager_threshold_bytes) rs.lt += m_.eager_per_byte_s * size;
     else rs.lt += m_.rendezvous_handshake_s;
   }
@@ -242,7 +242,7 @@ ReqPtr Transport::post_send(int me, int dst, int tag, std::uint8_t ctx, double s
   return req;
 }
 
-ReqPtr Transport::post_recv(int me, int src, int tag, std::uint8_t ctx, double size, int block) {
+ReqPtr Transport::post_recv(int me, int src, int tag, std::uint32_t ctx, double size, int block) {
   check_abort();
   ReqPtr req = make_request(false, me, src, tag, ctx, size, block);
   schedule_post(req);  // senders see this receive at the rank's own time
@@ -282,13 +282,13 @@ void Transport::wait(int me, const ReqPtr& req) {
   if (!req->is_send) rs.lt += m_.recv_overhead_s + m_.per_message_overhead_s;
 }
 
-void Transport::gather(int me, int seq, const char* kind) {
+void Transport::gather(int me, const GatheringKey& key, int n, const char* kind) {
   Rank& rs = ranks_[me];
   check_abort();
-  Gathering& gth = gatherings_[seq];  // arrive at the rank's own time
+  Gathering& gth = gatherings_[key];  // arrive at the rank's own time
   gth.arrived++;
   gth.last = std::max(gth.last, rs.lt);
-  if (gth.arrived == P_) {
+  if (gth.arrived == n) {
     gth.complete = true;
     for (int w : gth.waiting) wake(w);
     gth.waiting.clear();
@@ -302,7 +302,7 @@ void Transport::gather(int me, int seq, const char* kind) {
     rs.in_measured = nullptr;
   }
   rs.lt = std::max(rs.lt, gth.last);  // everyone leaves when the last one arrived
-  if (++gth.left == P_) gatherings_.erase(seq);
+  if (++gth.left == n) gatherings_.erase(key);
 }
 
 void Transport::finish_rank(int r) {
@@ -378,7 +378,7 @@ void Transport::check_deadlock() {
     }
     msg << (q->is_send ? "send to " : "recv from ") << (q->peer == ANY ? std::string("any source") : std::to_string(q->peer))
         << ", tag " << (q->tag == ANY ? std::string("any") : std::to_string(q->tag)) << ", " << fmt(q->size) << " bytes"
-        << (q->ctx ? " (inside a collective)" : "") << ", block " << naming_.block_id(q->block);
+        << (is_user(q->ctx) ? "" : " (inside a collective)") << ", block " << naming_.block_id(q->block);
   }
   deadlocked_ = true;
   abort_run(msg.str());

@@ -15,6 +15,7 @@
 #include <memory>
 #include <queue>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -23,13 +24,19 @@ namespace mksim::sim {
 /** @brief Peer or tag of a receive that accepts any. */
 constexpr int ANY_PEER_OR_TAG = -1;
 
+/** @brief User messages (even contexts), as opposed to the internal messages of collectives (odd ones). */
+inline bool is_user(std::uint32_t ctx) { return (ctx & 1u) == 0; }
+
+/** @brief A measured collective's rendezvous: (communicator, its instance's first member, sequence number on it). */
+using GatheringKey = std::tuple<int, int, int>;
+
 /** @brief One MPI request (a send or a receive). Eager sends are complete once posted. */
 struct Request {
   bool is_send = false;
   bool eager = false;
   bool started = false;  // the transfer exists or, for eager sends, the data left
   bool done = false;     // the transfer finished (and, for a receive, it is matched)
-  std::uint8_t ctx = 0;  // 0: user messages, 1: collectives' internal messages
+  std::uint32_t ctx = 0; // matching context: 2 * communicator for user messages, + 1 for collectives' internal ones
   int owner = 0;
   int peer = 0;          // destination of a send; source (or ANY_PEER_OR_TAG) of a receive
   int tag = 0;           // or ANY_PEER_OR_TAG for receives
@@ -90,14 +97,14 @@ class Transport {
   /** @brief Moves the rank's clock to `t` if it is behind. */
   void advance_to(int r, double t) { ranks_[r].lt = std::max(ranks_[r].lt, t); }
   /** @brief Posts a send (the sender pays its overheads first); the transfer starts at the rank's time. */
-  ReqPtr post_send(int me, int dst, int tag, std::uint8_t ctx, double size, int block);
+  ReqPtr post_send(int me, int dst, int tag, std::uint32_t ctx, double size, int block);
   /** @brief Posts a receive at the rank's time. */
-  ReqPtr post_recv(int me, int src, int tag, std::uint8_t ctx, double size, int block);
+  ReqPtr post_recv(int me, int src, int tag, std::uint32_t ctx, double size, int block);
   /** @brief Blocks the rank until the request completes (an eager send at once); a receive then pays r + o. */
   void wait(int me, const ReqPtr& req);
-  /** @brief A measured collective's rendezvous `seq`: returns when all P ranks have arrived, the rank's clock
-   *  at the latest arrival. `kind` names it in deadlock reports. */
-  void gather(int me, int seq, const char* kind);
+  /** @brief A measured collective's rendezvous `key` among `n` ranks: returns when all have arrived, the rank's
+   *  clock at the latest arrival. `kind` names it in deadlock reports. */
+  void gather(int me, const GatheringKey& key, int n, const char* kind);
   /** @brief The rank's program ended: its posts are processed and its transfers released before its actor
    *  ends (SimGrid cancels an exiting actor's comms). */
   void finish_rank(int r);
@@ -184,7 +191,7 @@ class Transport {
   simgrid::s4u::Mailbox* send_box_;   // placeholder mailbox of prepared sides
   std::vector<simgrid::s4u::Mailbox*> free_boxes_;
   long boxes_created_ = 0;
-  std::map<int, Gathering> gatherings_;
+  std::map<GatheringKey, Gathering> gatherings_;
   std::vector<ReqPtr> graveyard_;     // sends still running when their rank ended (abort): their handles
   bool aborting_ = false;
   bool deadlocked_ = false;

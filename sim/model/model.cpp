@@ -12,6 +12,7 @@
 #include "sim/model/model.hpp"
 
 #include "skeletons/builder/regress.hpp"
+#include "skeletons/comms.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/skeleton_io.hpp"
 
@@ -58,7 +59,7 @@ bool all_numeric(std::initializer_list<const ex*> args) {
 double to_d(const ex& e) { return GiNaC::ex_to<numeric>(e).to_double(); }
 
 ex apply_num(Code c, std::initializer_list<const ex*> args) {
-  double a[3] = {0, 0, 0};
+  double a[6] = {0, 0, 0, 0, 0, 0};
   int i = 0;
   for (const ex* x : args) a[i++] = to_d(*x);
   return number(skeletons::apply_instr(c, a));
@@ -81,6 +82,9 @@ DECLARE_FUNCTION_2P(mk_ne)
 DECLARE_FUNCTION_2P(mk_and)
 DECLARE_FUNCTION_2P(mk_or)
 DECLARE_FUNCTION_3P(mk_if)
+DECLARE_FUNCTION_3P(mk_dims)
+DECLARE_FUNCTION_5P(mk_cart_coord)
+DECLARE_FUNCTION_6P(mk_cart_rank)
 
 #define MK_EVAL1(NAME, CODE)                                                               \
   ex NAME##_eval(const ex& x) {                                                            \
@@ -164,6 +168,42 @@ ex mk_if_evalf(const ex& c, const ex& a, const ex& b) {
   return mk_if(cc, a.evalf(), b.evalf()).hold();
 }
 
+// The topology functions (format v3) are opaque to the algebra: a number once their arguments are numbers (at
+// the model's P every rank's coordinates are), else held as dims(P, 3, 0), which the compiled form evaluates
+// at any P; their derivatives are 0 (integer-valued, piecewise constant).
+ex mk_dims_eval(const ex& n, const ex& d, const ex& i) {
+  if (all_numeric({&n, &d, &i})) return apply_num(Code::DIMS, {&n, &d, &i});
+  return mk_dims(n, d, i).hold();
+}
+ex mk_dims_evalf(const ex& n, const ex& d, const ex& i) {
+  ex a = n.evalf(), b = d.evalf(), c = i.evalf();
+  if (all_numeric({&a, &b, &c})) return GiNaC::ex(apply_num(Code::DIMS, {&a, &b, &c})).evalf();
+  return mk_dims(a, b, c).hold();
+}
+ex mk_cart_coord_eval(const ex& r, const ex& i, const ex& n0, const ex& n1, const ex& n2) {
+  if (all_numeric({&r, &i, &n0, &n1, &n2})) return apply_num(Code::CART_COORD, {&r, &i, &n0, &n1, &n2});
+  return mk_cart_coord(r, i, n0, n1, n2).hold();
+}
+ex mk_cart_coord_evalf(const ex& r, const ex& i, const ex& n0, const ex& n1, const ex& n2) {
+  ex a[5] = {r.evalf(), i.evalf(), n0.evalf(), n1.evalf(), n2.evalf()};
+  if (all_numeric({&a[0], &a[1], &a[2], &a[3], &a[4]}))
+    return GiNaC::ex(apply_num(Code::CART_COORD, {&a[0], &a[1], &a[2], &a[3], &a[4]})).evalf();
+  return mk_cart_coord(a[0], a[1], a[2], a[3], a[4]).hold();
+}
+ex mk_cart_rank_eval(const ex& c0, const ex& c1, const ex& c2, const ex& n0, const ex& n1, const ex& n2) {
+  if (all_numeric({&c0, &c1, &c2, &n0, &n1, &n2})) return apply_num(Code::CART_RANK, {&c0, &c1, &c2, &n0, &n1, &n2});
+  return mk_cart_rank(c0, c1, c2, n0, n1, n2).hold();
+}
+ex mk_cart_rank_evalf(const ex& c0, const ex& c1, const ex& c2, const ex& n0, const ex& n1, const ex& n2) {
+  ex a[6] = {c0.evalf(), c1.evalf(), c2.evalf(), n0.evalf(), n1.evalf(), n2.evalf()};
+  if (all_numeric({&a[0], &a[1], &a[2], &a[3], &a[4], &a[5]}))
+    return GiNaC::ex(apply_num(Code::CART_RANK, {&a[0], &a[1], &a[2], &a[3], &a[4], &a[5]})).evalf();
+  return mk_cart_rank(a[0], a[1], a[2], a[3], a[4], a[5]).hold();
+}
+ex zero_deriv3(const ex&, const ex&, const ex&, unsigned) { return 0; }
+ex zero_deriv5(const ex&, const ex&, const ex&, const ex&, const ex&, unsigned) { return 0; }
+ex zero_deriv6(const ex&, const ex&, const ex&, const ex&, const ex&, const ex&, unsigned) { return 0; }
+
 ex one_deriv(const ex&, unsigned) { return 1; }
 ex zero_deriv1(const ex&, unsigned) { return 0; }
 ex zero_deriv2(const ex&, const ex&, unsigned) { return 0; }
@@ -190,6 +230,9 @@ REGISTER_FUNCTION(mk_ne, set_name("ne").eval_func(mk_ne_eval).evalf_func(mk_ne_e
 REGISTER_FUNCTION(mk_and, set_name("and").eval_func(mk_and_eval).evalf_func(mk_and_evalf).derivative_func(zero_deriv2))
 REGISTER_FUNCTION(mk_or, set_name("or").eval_func(mk_or_eval).evalf_func(mk_or_evalf).derivative_func(zero_deriv2))
 REGISTER_FUNCTION(mk_if, set_name("if").eval_func(mk_if_eval).evalf_func(mk_if_evalf).derivative_func(if_deriv))
+REGISTER_FUNCTION(mk_dims, set_name("dims", "\\operatorname{dims}").eval_func(mk_dims_eval).evalf_func(mk_dims_evalf).derivative_func(zero_deriv3))
+REGISTER_FUNCTION(mk_cart_coord, set_name("cart_coord", "\\operatorname{cart\\_coord}").eval_func(mk_cart_coord_eval).evalf_func(mk_cart_coord_evalf).derivative_func(zero_deriv5))
+REGISTER_FUNCTION(mk_cart_rank, set_name("cart_rank", "\\operatorname{cart\\_rank}").eval_func(mk_cart_rank_eval).evalf_func(mk_cart_rank_evalf).derivative_func(zero_deriv6))
 
 #undef MK_EVAL1
 #undef MK_EVAL2
@@ -489,6 +532,23 @@ struct Translator {
           st.push_back(fn::mk_if(c, a, b));
           break;
         }
+        case Code::DIMS: {
+          ex i = pop(), d = pop(), n = pop();
+          st.push_back(fn::mk_dims(n, d, i));
+          break;
+        }
+        case Code::CART_COORD: {
+          ex a[5];
+          for (int k = 4; k >= 0; --k) a[k] = pop();
+          st.push_back(fn::mk_cart_coord(a[0], a[1], a[2], a[3], a[4]));
+          break;
+        }
+        case Code::CART_RANK: {
+          ex a[6];
+          for (int k = 5; k >= 0; --k) a[k] = pop();
+          st.push_back(fn::mk_cart_rank(a[0], a[1], a[2], a[3], a[4], a[5]));
+          break;
+        }
         default: {
           ex b = pop(), a = pop();
           switch (in.code) {
@@ -536,6 +596,7 @@ struct LabelFacts {
 /** @brief One rank's walk: its decisions (the class signature) and its label events. */
 struct RankWalker {
   const sk::Skeleton& skel;
+  const sk::CommLayout& layout;
   std::vector<double>& frame;
   int rank;
   int P;
@@ -608,10 +669,13 @@ struct RankWalker {
   void visit(int block, const sk::P2P& p) {
     LabelFacts& f = facts(block);
     int& st = state[label_of(block)];
+    if (!p.any_source && p.peer.eval(frame) == sk::PROC_NULL_PEER) return;  // MPI_PROC_NULL: no message
     if (p.kind == sk::P2PKind::SEND || p.kind == sk::P2PKind::ISEND) {
       f.sends[static_cast<std::size_t>(rank)] = 1;
       if (p.kind == sk::P2PKind::SEND && p.size_bytes.eval(frame) > eager_threshold) f.rendezvous = true;
-      const int peer = static_cast<int>(std::floor(p.peer.eval(frame)));
+      const std::vector<int>& members = layout.members(p.comm, rank);  // the peer is a rank of the communicator
+      const int local = static_cast<int>(std::floor(p.peer.eval(frame)));
+      const int peer = local >= 0 && local < static_cast<int>(members.size()) ? members[static_cast<std::size_t>(local)] : -1;
       if (peer >= 0 && peer < P) f.pairs.emplace_back(rank, peer);
       if (st == 3) f.receive_first = true;
       st = 1;
@@ -673,11 +737,12 @@ struct Walk {
 Walk walk_ranks(const sk::Skeleton& skel, const std::vector<double>& base, int P, double eager_threshold,
                 std::set<std::string>& notes) {
   Walk out;
+  const sk::CommLayout layout = sk::layout_comms(skel, base, P);
   for (int r = 0; r < P; ++r) {
     std::vector<double> frame = base;
-    sk::bind_rank(skel, frame, r);
+    sk::bind_rank(skel, frame, r, layout);
     const int g = sk::select_group(skel, frame);
-    RankWalker w{skel, frame, r, P, out.labels, eager_threshold, {static_cast<double>(g)}, {}, {}};
+    RankWalker w{skel, layout, frame, r, P, out.labels, eager_threshold, {static_cast<double>(g)}, {}, {}};
     w.body(skel.groups.at(static_cast<std::size_t>(g)).body);
     out.classes[w.decisions].push_back(r);
   }
@@ -787,9 +852,9 @@ class ClassCoster {
  public:
   ClassCoster(const sk::Skeleton& skel, const MachineModel& m, const ModelOptions& opt, Translator& tr,
               std::map<std::string, LabelFacts>& labels, MachineSyms& ms, std::vector<double>& frame, int rank,
-              const std::vector<double>& decisions, std::set<std::string>& notes)
+              const std::vector<double>& decisions, std::set<std::string>& notes, const sk::CommLayout& layout)
       : skel_(skel), m_(m), opt_(opt), tr_(tr), labels_(labels), ms_(ms), frame_(frame), rank_(rank),
-        decisions_(decisions), notes_(notes) {}
+        decisions_(decisions), notes_(notes), layout_(layout) {}
 
   Cost run(const sk::Body& b) { return seq(b); }
 
@@ -805,6 +870,7 @@ class ClassCoster {
   const std::vector<double>& decisions_;
   std::size_t next_ = 0;
   std::set<std::string>& notes_;
+  const sk::CommLayout& layout_;
   symbol iteration_{"iteration"};  ///< the current loop variable while a loop body is costed
 
   /** @brief An exchange under way: ops of one label up to their completion. */
@@ -872,10 +938,71 @@ class ClassCoster {
     return {L, beta};
   }
 
+  /** @brief The world rank of a point-to-point op's peer (a rank of its communicator). */
   int peer_of(const sk::P2P& p) {
-    if (p.any_source) return 0;
+    const std::vector<int>& members = layout_.members(p.comm, rank_);
+    if (p.any_source || members.empty()) return 0;
     int v = static_cast<int>(std::floor(p.peer.eval(frame_)));
-    return std::clamp(v, 0, std::max(opt_.P - 1, 0));
+    return members[static_cast<std::size_t>(std::clamp(v, 0, static_cast<int>(members.size()) - 1))];
+  }
+
+  /** @brief Whether a point-to-point op's peer is MPI_PROC_NULL (format v3): it costs nothing. */
+  bool null_peer(const sk::P2P& p) const { return !p.any_source && p.peer.eval(frame_) == sk::PROC_NULL_PEER; }
+
+  /** @brief The size of this rank's instance of a communicator as an expression: P for world and its dups,
+   *  the product of a Cartesian grid's (kept) dimensions, a create's `size`, a graph's `nodes`; a split's is
+   *  its value at this P (a number: a split has no closed form of its size), said in the notes. */
+  ex comm_size(int comm) {
+    if (comm == 0) return tr_.slots[sk::Skeleton::SLOT_P];
+    const sk::CommDecl& d = skel_.comms.at(static_cast<std::size_t>(comm - 1));
+    const int n = layout_.size_of(comm, rank_);
+    auto with_parent = [&](const sk::Expr& e) {  // parent_size in a declaration: the parent's size
+      const std::size_t slot = static_cast<std::size_t>(skel_.parent_size_slot);
+      const ex saved = tr_.slots[slot];
+      tr_.slots[slot] = comm_size(d.parent);
+      const ex v = e.uses(skel_.parent_rank_slot) ? ex(fn::number(n)) : tr_(e);
+      tr_.slots[slot] = saved;
+      return v;
+    };
+    switch (d.kind) {
+      case sk::CommDecl::Kind::DUP: return comm_size(d.parent);
+      case sk::CommDecl::Kind::CART: {
+        ex v = 1;
+        for (const sk::Expr& e : d.dims) v *= with_parent(e);
+        return v;
+      }
+      case sk::CommDecl::Kind::CART_SUB: {
+        std::vector<ex> dims = cart_dims(d.parent);
+        ex v = 1;
+        for (std::size_t k = 0; k < dims.size() && k < d.remain.size(); ++k)
+          if (d.remain[k]) v *= dims[k];
+        return v;
+      }
+      case sk::CommDecl::Kind::CREATE:
+      case sk::CommDecl::Kind::GRAPH: return with_parent(d.size);
+      case sk::CommDecl::Kind::SPLIT: break;
+    }
+    notes_.insert("communicator \"" + d.name + "\" (a split): its size is taken at P=" + std::to_string(opt_.P) + ", " +
+                  std::to_string(n) + " for rank " + std::to_string(rank_) + " (a split's size has no closed form here)");
+    return fn::number(n);
+  }
+
+  /** @brief The grid of a Cartesian communicator (cart, or cart_sub of one) as expressions. */
+  std::vector<ex> cart_dims(int comm) {
+    const sk::CommDecl& d = skel_.comms.at(static_cast<std::size_t>(comm - 1));
+    std::vector<ex> out;
+    if (d.kind == sk::CommDecl::Kind::CART) {
+      const std::size_t slot = static_cast<std::size_t>(skel_.parent_size_slot);
+      const ex saved = tr_.slots[slot];
+      tr_.slots[slot] = comm_size(d.parent);
+      for (const sk::Expr& e : d.dims) out.push_back(tr_(e));
+      tr_.slots[slot] = saved;
+    } else if (d.kind == sk::CommDecl::Kind::CART_SUB) {
+      const std::vector<ex> parent = cart_dims(d.parent);
+      for (std::size_t k = 0; k < parent.size() && k < d.remain.size(); ++k)
+        if (d.remain[k]) out.push_back(parent[k]);
+    }
+    return out;
   }
 
   ex recv_cost() const { return ms_.r + ms_.o; }
@@ -1086,7 +1213,7 @@ class ClassCoster {
           [&](const auto& op) {
             using T = std::decay_t<decltype(op)>;
             if constexpr (std::is_same_v<T, sk::P2P>) {
-              if (label_of(blk.index) != label) return;
+              if (label_of(blk.index) != label || null_peer(op)) return;
               const bool is_send = op.kind == sk::P2PKind::SEND || op.kind == sk::P2PKind::ISEND;
               if (msg.found && !is_send) return;
               const int peer = peer_of(op);
@@ -1203,6 +1330,7 @@ class ClassCoster {
   }
 
   void step(int block, const sk::P2P& p, std::vector<Item>& items, Exchange& x) {
+    if (null_peer(p)) return;  // MPI_PROC_NULL: no message, no cost
     const std::string& label = label_of(block);
     if (x.open && x.label != label) close(x, items);
     if (!x.open) {
@@ -1242,18 +1370,20 @@ class ClassCoster {
     const CollectiveTable& table = *opt_.collectives;
     const double bytes = c.size_bytes.empty() ? 0.0 : c.size_bytes.eval(frame_);
     const ex m = c.size_bytes.empty() ? ex(0) : tr_(c.size_bytes);
-    std::string name = "coll_" + kind + (c.kind == sk::CollectiveKind::BARRIER ? std::string("(P)") : "(P, " + text_of(m) + ")");
+    const ex n_expr = comm_size(c.comm);  // measured at the communicator's size
+    const int n = layout_.size_of(c.comm, rank_);
+    const std::string n_text = text_of(n_expr);
+    std::string name = "coll_" + kind + (c.kind == sk::CollectiveKind::BARRIER ? "(" + n_text + ")" : "(" + n_text + ", " + text_of(m) + ")");
     for (int k = 2; ms_.colls.count(name) && ms_.coll_m.at(name) != bytes; ++k)  // same text, another size (a loop variable)
-      name = "coll_" + kind + "#" + std::to_string(k) + "(P, " + text_of(m) + ")";
+      name = "coll_" + kind + "#" + std::to_string(k) + "(" + n_text + ", " + text_of(m) + ")";
     if (!ms_.colls.count(name)) {
-      const symbol sym(name, "\\mathrm{coll}_{\\mathrm{" + kind + "}}(P" + (c.kind == sk::CollectiveKind::BARRIER ? "" : ", " + latex_of(m)) + ")");
+      const symbol sym(name, "\\mathrm{coll}_{\\mathrm{" + kind + "}}(" + latex_of(n_expr) + (c.kind == sk::CollectiveKind::BARRIER ? "" : ", " + latex_of(m)) + ")");
       const OverP f = fit_over_P(table, kind, bytes);
-      const ex P = tr_.slots[sk::Skeleton::SLOT_P];
-      ex in_P = numeric(f.a_s) + numeric(f.b_s) * fn::mk_log2(P);
+      ex in_P = numeric(f.a_s) + numeric(f.b_s) * fn::mk_log2(n_expr);
       if (f.b_s < 0) in_P = fn::mk_max(0, in_P);  // as collective_time: never below 0
       ms_.colls.emplace(name, sym);
       ms_.coll_m[name] = bytes;
-      ms_.coll_at_point[sym] = numeric(collective_time(table, kind, opt_.P, bytes));
+      ms_.coll_at_point[sym] = numeric(collective_time(table, kind, n, bytes));
       ms_.coll_in_P[sym] = in_P;
       std::ostringstream o;
       o << name << " = " << f.a_s << " + " << f.b_s << "*log2(P) s: measured " << kind << " at " << bytes
@@ -1264,7 +1394,7 @@ class ClassCoster {
       if (!dbs.empty()) notes_.insert("collectives measured in " + dbs);
       if (!GiNaC::is_exactly_a<numeric>(m))
         notes_.insert(name + " is fitted at m = " + std::to_string(bytes) + " bytes (this point's value): T(P, ...) keeps that size");
-      if (std::string note = extrapolation_note(table, kind, opt_.P, bytes); !note.empty()) notes_.insert(note);
+      if (std::string note = extrapolation_note(table, kind, n, bytes); !note.empty()) notes_.insert(note);
     }
     return ms_.colls.at(name);
   }
@@ -1276,9 +1406,13 @@ class ClassCoster {
       out.add(label, "collective", measured_collective(c));
       return out;
     }
-    const ex P = tr_.slots[sk::Skeleton::SLOT_P];
+    // the algorithm's rounds over the communicator's members (P for world), the route to the next member
+    const ex P = comm_size(c.comm);
     const ex m = c.size_bytes.empty() ? ex(0) : tr_(c.size_bytes);
-    auto [L, beta] = route(rank_, (rank_ + 1) % std::max(opt_.P, 1), label);
+    const std::vector<int>& members = layout_.members(c.comm, rank_);
+    const int me = std::max(layout_.rank_in(c.comm, rank_), 0);
+    const int next = members.empty() ? rank_ : members[static_cast<std::size_t>(me + 1) % members.size()];
+    auto [L, beta] = route(rank_, next, label);
     const ex round = L + ms_.s + ms_.r + ms_.o;
     const ex rounds = fn::mk_ceil(fn::mk_log2(P));
     ex t;
@@ -1420,13 +1554,14 @@ class Compiler {
           {"floor", Code::FLOOR}, {"ceil", Code::CEIL}, {"log2", Code::LOG2}, {"not", Code::NOT}, {"min", Code::MIN},
           {"max", Code::MAX},     {"mod", Code::MOD},   {"xor", Code::XOR},   {"lt", Code::LT},   {"le", Code::LE},
           {"eq", Code::EQ},       {"ne", Code::NE},     {"and", Code::AND},   {"or", Code::OR},   {"if", Code::IF},
-          {"abs", Code::ABS}};
+          {"abs", Code::ABS},     {"dims", Code::DIMS}, {"cart_coord", Code::CART_COORD}, {"cart_rank", Code::CART_RANK}};
       const std::string name = GiNaC::ex_to<GiNaC::function>(e).get_name();
       auto it = codes.find(name);
       if (it == codes.end()) throw std::logic_error("model: function " + name + " cannot be compiled");
-      int args[3] = {-1, -1, -1};
-      for (std::size_t i = 0; i < e.nops() && i < 3; ++i) args[i] = emit(e.op(i));
+      int args[6] = {-1, -1, -1, -1, -1, -1};
+      for (std::size_t i = 0; i < e.nops() && i < 6; ++i) args[i] = emit(e.op(i));
       r = op(it->second, args[0], args[1], args[2]);
+      out_.code().back().more = {args[3], args[4], args[5]};
     } else {
       throw std::logic_error("model: cannot compile " + text_of(e));
     }
@@ -1458,7 +1593,9 @@ double CompiledExpr::eval(std::span<const double> frame) const {
       case sk::ExprInstr::Code::MUL: r[i] = r[in.a] * r[in.b]; break;
       case sk::ExprInstr::Code::DIV: r[i] = r[in.a] / r[in.b]; break;
       default: {
-        const double args[3] = {r[in.a], in.b >= 0 ? r[in.b] : 0.0, in.c >= 0 ? r[in.c] : 0.0};
+        const double args[6] = {r[in.a], in.b >= 0 ? r[in.b] : 0.0, in.c >= 0 ? r[in.c] : 0.0,
+                                in.more[0] >= 0 ? r[in.more[0]] : 0.0, in.more[1] >= 0 ? r[in.more[1]] : 0.0,
+                                in.more[2] >= 0 ? r[in.more[2]] : 0.0};
         r[i] = sk::apply_instr(in.code, args);
       }
     }
@@ -1523,6 +1660,19 @@ AnalyticModel derive_model(const sk::Skeleton& skel, const MachineModel& m, cons
     tr.slots[static_cast<std::size_t>(slot)] = s;
     point_values[s] = fn::number(base[static_cast<std::size_t>(slot)]);
   }
+  // A communicator's rank (NAME.rank) is a number per rank class, like the rank (substituted at each class's
+  // representative); its size is an expression where one exists (ClassCoster::comm_size).
+  std::vector<std::pair<symbol, int>> comm_rank_syms;  // NAME.rank symbol, communicator index
+  const sk::CommLayout layout = sk::layout_comms(skel, base, P);
+  for (std::size_t k = 0; k < skel.comms.size(); ++k) {
+    const sk::CommDecl& d = skel.comms[k];
+    symbol s(d.name + ".rank");
+    comm_rank_syms.emplace_back(s, static_cast<int>(k) + 1);
+    tr.slots[static_cast<std::size_t>(d.rank_slot)] = s;
+    symbol z(d.name + ".size");
+    comm_rank_syms.emplace_back(z, -(static_cast<int>(k) + 1));  // negative: the size
+    tr.slots[static_cast<std::size_t>(d.size_slot)] = z;
+  }
   for (const auto& d : skel.defines) tr.slots[static_cast<std::size_t>(d.slot)] = tr(d.value);
 
   MachineSyms ms;
@@ -1558,14 +1708,16 @@ AnalyticModel derive_model(const sk::Skeleton& skel, const MachineModel& m, cons
     ClassCost best;
     for (int rep : {members.front(), members.back()}) {
       std::vector<double> frame = base;
-      sk::bind_rank(skel, frame, rep);
+      sk::bind_rank(skel, frame, rep, layout);
       const int g = static_cast<int>(decisions.front());
       const double speed = m.speed_flops ? m.speed_flops(rep) : 1.0;
       if (std::fabs(speed - speed0) > 1e-9 * speed0) notes.insert("hosts differ in speed: F is rank 0's host's; others scaled");
       std::vector<double> rest(decisions.begin() + 1, decisions.end());
-      ClassCoster coster(skel, m, opt, tr, labels, ms, frame, rep, rest, notes);
+      ClassCoster coster(skel, m, opt, tr, labels, ms, frame, rep, rest, notes, layout);
       Cost c = coster.run(skel.groups.at(static_cast<std::size_t>(g)).body);
       GiNaC::exmap at_rank{{tr.rank_sym, rep}};
+      for (const auto& [sym, k] : comm_rank_syms)
+        at_rank[sym] = k > 0 ? layout.rank_in(k, rep) : layout.size_of(-k, rep);
       Cost fixed;
       for (auto& [k, v] : c.parts) fixed.add(k.first, k.second, v.subs(at_rank) * (k.second == "compute" ? speed0 / speed : 1.0));
       GiNaC::exmap all = point_values;
@@ -1725,6 +1877,28 @@ std::string javascript_of(const CompiledExpr& expr) {
             a + ")) ^ BigInt(Math.trunc(" + b + ")))) : NaN";
         break;
       case Code::IF: v = "(" + a + " !== 0 ? " + b + " : " + c + ")"; break;
+      // the topology functions (format v3) as skeletons::apply_instr computes them: NaN outside their domain
+      case Code::DIMS:  // MPI_Dims_create(n, d)[i] as OpenMPI 4.1 (skeletons::dims_create)
+        v = "(function (n, d, i) { var ok = function (x) { return Number.isInteger(x) && x >= 0 && x < 2147483648; };"
+            " if (!ok(n) || !ok(d) || !ok(i) || n < 1 || d < 1 || d > 64 || i >= d) return NaN;"
+            " var f = [], m = n; for (var p = 2; p * p <= m; ++p) while (m % p === 0) { f.push(p); m /= p; }"
+            " if (m > 1) f.push(m); var bins = []; for (var k = 0; k < d; ++k) bins.push(1);"
+            " for (var j = f.length - 1; j >= 0; --j) { var s = 0; for (var k = 1; k < d; ++k) if (bins[k] < bins[s]) s = k;"
+            " bins[s] *= f[j]; } bins.sort(function (x, y) { return y - x; }); return bins[i]; })(" + a + ", " + b + ", " + c + ")";
+        break;
+      case Code::CART_COORD:
+        v = "(function (r, i, n0, n1, n2) { var ok = function (x) { return Number.isInteger(x) && x >= 0 && x < 2147483648; };"
+            " if (!ok(r) || !ok(i) || !ok(n0) || !ok(n1) || !ok(n2) || n0 < 1 || n1 < 1 || n2 < 1 || i > 2 || r >= n0 * n1 * n2) return NaN;"
+            " return i === 0 ? Math.floor(r / (n1 * n2)) : i === 1 ? Math.floor(r / n2) % n1 : r % n2; })(" + a + ", " + b + ", " +
+            c + ", " + reg(in.more[0]) + ", " + reg(in.more[1]) + ")";
+        break;
+      case Code::CART_RANK:
+        v = "(function (c0, c1, c2, n0, n1, n2) { var n = [n0, n1, n2], c = [c0, c1, c2];"
+            " for (var k = 0; k < 3; ++k) if (!Number.isInteger(n[k]) || n[k] < 1 || n[k] >= 2147483648 ||"
+            " !Number.isInteger(c[k]) || Math.abs(c[k]) >= 2147483648) return NaN;"
+            " for (var k = 0; k < 3; ++k) if (c[k] < 0 || c[k] >= n[k]) return -1; return (c0 * n1 + c1) * n2 + c2; })(" + a + ", " +
+            b + ", " + c + ", " + reg(in.more[0]) + ", " + reg(in.more[1]) + ", " + reg(in.more[2]) + ")";
+        break;
     }
     js += "  var " + reg(static_cast<int>(i)) + " = " + v + ";\n";
   }

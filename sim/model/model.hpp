@@ -9,6 +9,7 @@
 #include "skeletons/expr.hpp"
 #include "skeletons/skeleton.hpp"
 
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -50,6 +51,7 @@ class CompiledExpr {
     int a = -1, b = -1, c = -1;
     int slot = -1;
     double value = 0;
+    std::array<int, 3> more = {-1, -1, -1};  ///< operands 4 to 6 (cart_coord, cart_rank)
   };
   /** @brief The value for a frame (slot 0 = P, then the model's parameters). */
   double eval(std::span<const double> frame) const;

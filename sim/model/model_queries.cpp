@@ -6,6 +6,7 @@
 #include "sim/engine/isolate.hpp"
 #include "sim/engine/machine_model.hpp"
 #include "skeletons/error.hpp"
+#include "skeletons/comms.hpp"
 #include "skeletons/skeleton_io.hpp"
 
 #include <nlohmann/json.hpp>
@@ -383,10 +384,11 @@ std::vector<ConstantTimePoint> constant_time_curve(const sk::Skeleton& skeleton,
 double program_work(const sk::Skeleton& skeleton, const std::map<std::string, double>& params, int P, double flops_per_s) {
   check_P("program_work", P);
   const std::vector<double> base = sk::bind_parameters(skeleton, P, params);
+  const sk::CommLayout layout = sk::layout_comms(skeleton, base, P);
   double total = 0;
   for (int r = 0; r < P; ++r) {
     std::vector<double> frame = base;
-    sk::bind_rank(skeleton, frame, r);
+    sk::bind_rank(skeleton, frame, r, layout);
     const int g = sk::select_group(skeleton, frame);
     if (g < 0) throw sk::SkeletonError(skeleton.file, "/groups", "no rank group for rank " + std::to_string(r) + " at P=" + std::to_string(P));
     WorkWalker w(frame, flops_per_s);

@@ -1134,15 +1134,16 @@ class Builder {
     return out;
   }
 
-  std::vector<Sample> gap_samples(const UNode& u, bool& any) const {
+  std::vector<Sample> gap_samples(const UNode& u, bool& any, bool flops = false) const {
     std::vector<Sample> out;
     any = false;
     for (const Occ& o : u.occ)
       for (std::size_t k = 0; k < o.nodes.size(); ++k) {
         const Member& m = members_[shapes_[o.shape][k]];
         const Node* g = o.gaps[k];
-        const double v = g ? std::get<Compute>(g->op).seconds.mean() : 0.0;
-        any = any || v > opt_.min_compute_s;
+        const Compute* c = g ? &std::get<Compute>(g->op) : nullptr;
+        const double v = c ? (flops ? c->flops.mean() : c->seconds.mean()) : 0.0;
+        any = any || v > (flops ? 0.0 : opt_.min_compute_s);
         out.push_back({vars_of(m), v, m.run->name});
       }
     return out;
@@ -1276,7 +1277,16 @@ class Builder {
   }
 
   void emit_node(const UNode& u, const std::vector<bool>& here, const std::string& where, nlohmann::json& body) {
-    // the compute gap before the node
+    // the explicit computation before the node (SimGrid TI `compute` actions: flops), then its compute gap
+    bool any_flops = false;
+    std::vector<Sample> flops = gap_samples(u, any_flops, true);
+    if (any_flops) {
+      nlohmann::json fits = nlohmann::json::object();
+      const std::string at = where + "/" + std::to_string(body.size());
+      nlohmann::json block = {{"op", "compute"}, {"flops", fit_real(flops, at, fits, "flops")}};
+      block["fit"] = std::move(fits);
+      body.push_back(std::move(block));
+    }
     bool any = false;
     std::vector<Sample> gap = gap_samples(u, any);
     if (any) {

@@ -99,9 +99,10 @@ double weighted_quantile(const std::vector<std::pair<double, double>>& sorted, d
   return at(lo) + (at(lo + 1 > total - 1 ? lo : lo + 1) - at(lo)) * (t - lo);
 }
 
-Compute Compute::of(double duration) {
+Compute Compute::of(double duration, double flops) {
   Compute c;
   c.seconds.add(duration);
+  c.flops.add(flops);
   c.first = duration;
   return c;
 }
@@ -118,6 +119,7 @@ void Compute::merge(const Compute& o) {
   rest.merge(o.rest);
   rest_sketch.merge(o.rest_sketch);
   seconds.merge(o.seconds);
+  flops.merge(o.flops);
 }
 
 bool Call::same(const Call& o) const {
@@ -544,7 +546,7 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options)
     if (e.kind == Kind::COMPLETE) continue;  // folded into the call before it
     if (started) {
       Node gap;
-      gap.op = Compute::of(e.gap_after(prev_exit));  // CPU time when the tracer measured it
+      gap.op = Compute::of(e.gap_after(prev_exit), e.gap_flops);  // CPU time when the tracer measured it; TI flops
       append(out.seq, std::move(gap), options.window);
     }
     started = true;

@@ -78,11 +78,12 @@ double weighted_quantile(const std::vector<std::pair<double, double>>& sorted, d
  *  warm-up: caches, connections), with the statistics and a quantile sketch of the ones after it. */
 struct Compute {
   Stats seconds;               ///< every duration
+  Stats flops;                 ///< explicit computation in flops (SimGrid TI `compute` actions), per gap
   double first = 0;            ///< the first duration, in program order
   Stats rest;                  ///< every duration after the first
   QuantileSketch rest_sketch;  ///< the same, for quantiles (empty for a single duration: no allocation)
-  /** @brief One duration. */
-  static Compute of(double duration);
+  /** @brief One duration (and the flops a TI trace gives for the same gap). */
+  static Compute of(double duration, double flops = 0);
   /** @brief Adds the durations of o, which come after this one's. */
   void merge(const Compute& o);
 };

@@ -1,6 +1,6 @@
 /* libmktrace.so: a PMPI interposition tracer (LD_PRELOAD it into an unmodified MPI program). Each rank
  * appends fixed-size records to an in-memory buffer (one write per full buffer, none on the hot path
- * otherwise) and writes MKTRACE_DIR/rank-<r>.mkt in format v1 (README.md): header, records, footer.
+ * otherwise) and writes MKTRACE_DIR/rank-<r>.mkt in format v4 (README.md): header, records, footer.
  * The footer is written at MPI_Finalize, at MPI_Abort and from a SIGTERM/SIGINT/SIGSEGV handler, so a
  * killed run leaves a file marked as such, and a file without footer is known to be incomplete.
  * Deliberately plain C with no dependency but MPI, libc and libdl; calls from one thread at a time. */
@@ -284,21 +284,34 @@ static double enter(void)
     return t;
 }
 
-static void emit(int kind, double te, double tx, uint64_t site, int32_t peer, int32_t tag, int64_t bytes,
+/* room for k more records in the buffer (flushed first when full, grown when k exceeds it): the records of one
+ * call (a call and its ARGS records) are published together, so a signal handler never writes half of them */
+static int reserve(size_t k)
+{
+    if (g.cap - g.n >= k) return 1;
+    /* the only I/O outside Init/Finalize: one block write; signals wait so the block is written once */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGINT);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    flush_records();
+    if (g.cap < k) {
+        mkt_record *b = realloc(g.buf, k * sizeof(mkt_record));
+        if (b) {
+            g.buf = b;
+            g.cap = k;
+        }
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return g.cap >= k;
+}
+
+/* the call record at g.buf[g.n + offset] (not published yet) */
+static void fill(size_t offset, int kind, double te, double tx, uint64_t site, int32_t peer, int32_t tag, int64_t bytes,
                  uint32_t comm, int32_t root, uint32_t request)
 {
-    if (!g.active) return;
-    if (g.n == g.cap) {
-        /* the only I/O outside Init/Finalize: one block write; signals wait so the block is written once */
-        sigset_t block, old;
-        sigemptyset(&block);
-        sigaddset(&block, SIGTERM);
-        sigaddset(&block, SIGINT);
-        sigprocmask(SIG_BLOCK, &block, &old);
-        flush_records();
-        sigprocmask(SIG_SETMASK, &old, NULL);
-    }
-    mkt_record *r = &g.buf[g.n];
+    mkt_record *r = &g.buf[g.n + offset];
     r->kind = (uint16_t)kind;
     r->flags = g.flags_next;
     g.flags_next = 0;
@@ -323,8 +336,57 @@ static void emit(int kind, double te, double tx, uint64_t site, int32_t peer, in
             g.wall_exit = tx;
         }
     }
+}
+
+static void emit(int kind, double te, double tx, uint64_t site, int32_t peer, int32_t tag, int64_t bytes,
+                 uint32_t comm, int32_t root, uint32_t request)
+{
+    if (!g.active || !reserve(1)) return;
+    fill(0, kind, te, tx, site, peer, tag, bytes, comm, root, request);
     __atomic_signal_fence(__ATOMIC_SEQ_CST); /* a signal handler sees whole records only */
     ++g.n;
+}
+
+/* A call record followed by the ARGS records of its n int32 arguments (README.md, "Arguments"): 15 values per
+ * record at bytes 4..63, the record's flags saying how many it holds. All are published at once. */
+static void emit_args(int kind, double te, double tx, uint64_t site, int32_t peer, int32_t tag, uint32_t comm,
+                      int32_t root, const int32_t *args, size_t n)
+{
+    if (!g.active) return;
+    if (n > MKTRACE_MAX_ARGS) n = 0; /* absurd arguments: the call without them (the reader allows that) */
+    const size_t extra = (n + MKTRACE_ARGS_PER_RECORD - 1) / MKTRACE_ARGS_PER_RECORD;
+    if (!reserve(1 + extra)) {
+        emit(kind, te, tx, site, peer, tag, 0, comm, root, 0);
+        return;
+    }
+    fill(0, kind, te, tx, site, peer, tag, 0, comm, root, 0);
+    for (size_t k = 0; k < extra; ++k) {
+        mkt_record *r = &g.buf[g.n + 1 + k];
+        const size_t first = k * MKTRACE_ARGS_PER_RECORD;
+        const size_t cnt = n - first < MKTRACE_ARGS_PER_RECORD ? n - first : MKTRACE_ARGS_PER_RECORD;
+        unsigned char *bytes = (unsigned char *)r;
+        memset(r, 0, sizeof *r);
+        r->kind = MKT_ARGS;
+        r->flags = (uint16_t)cnt;
+        memcpy(bytes + 4, args + first, cnt * sizeof(int32_t));
+    }
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    g.n += 1 + extra;
+}
+
+/* scratch for the arguments of one call */
+static int32_t *args_buf;
+static size_t args_cap;
+
+static int32_t *args_room(size_t n)
+{
+    if (n <= args_cap) return args_buf;
+    size_t cap = n < 64 ? 64 : n;
+    int32_t *b = realloc(args_buf, cap * sizeof *b);
+    if (!b) return NULL;
+    args_buf = b;
+    args_cap = cap;
+    return b;
 }
 
 /* ---------- call sites ---------- */
@@ -982,6 +1044,25 @@ static int32_t live(int n)
     return k;
 }
 
+/* the record of a Waitany/Testany call and the COMPLETE of the request it completed (done: whether it did) */
+static void record_any(int kind, double te, double tx, uint64_t site, int done, int index, MPI_Status *st)
+{
+    emit(kind, te, tx, site, MKTRACE_NONE, MKTRACE_NONE, 0, 0, done, 0);
+    if (done) complete(scratch_keys[index], st, te, tx, site);
+}
+
+/* the record of a Waitsome/Testsome call and one COMPLETE per traced request it completed */
+static void record_some(int kind, double te, double tx, uint64_t site, int outcount, const int *indices, MPI_Status *st)
+{
+    int32_t done = 0;
+    if (outcount != MPI_UNDEFINED)
+        for (int k = 0; k < outcount; ++k) done += scratch_keys[indices[k]] != 0;
+    emit(kind, te, tx, site, MKTRACE_NONE, MKTRACE_NONE, 0, 0, done, 0);
+    if (outcount != MPI_UNDEFINED)
+        for (int k = 0; k < outcount; ++k)
+            if (scratch_keys[indices[k]]) complete(scratch_keys[indices[k]], &st[k], te, tx, site);
+}
+
 int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
 {
     if (!g.active || n < 0 || !scratch(n)) return PMPI_Waitall(n, reqs, statuses);
@@ -1008,8 +1089,7 @@ int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
     int rc = PMPI_Waitany(n, reqs, index, st);
     double tx = now();
     int done = *index != MPI_UNDEFINED && scratch_keys[*index] && reqs[*index] == MPI_REQUEST_NULL;
-    emit(MKT_WAITANY, te, tx, site, MKTRACE_NONE, MKTRACE_NONE, 0, 0, done, 0);
-    if (done) complete(scratch_keys[*index], st, te, tx, site);
+    record_any(MKT_WAITANY, te, tx, site, done, *index, st);
     return rc;
 }
 
@@ -1021,14 +1101,7 @@ int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
     MPI_Status *st = statuses == MPI_STATUSES_IGNORE ? scratch_st : statuses;
     double te = enter();
     int rc = PMPI_Waitsome(n, reqs, outcount, indices, st);
-    double tx = now();
-    int32_t done = 0;
-    if (*outcount != MPI_UNDEFINED)
-        for (int k = 0; k < *outcount; ++k) done += scratch_keys[indices[k]] != 0;
-    emit(MKT_WAITSOME, te, tx, site, MKTRACE_NONE, MKTRACE_NONE, 0, 0, done, 0);
-    if (*outcount != MPI_UNDEFINED)
-        for (int k = 0; k < *outcount; ++k)
-            if (scratch_keys[indices[k]]) complete(scratch_keys[indices[k]], &st[k], te, tx, site);
+    record_some(MKT_WAITSOME, te, now(), site, *outcount, indices, st);
     return rc;
 }
 
@@ -1061,6 +1134,33 @@ int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[])
     if (*flag)
         for (int i = 0; i < n; ++i)
             if (scratch_keys[i] && reqs[i] == MPI_REQUEST_NULL) complete(scratch_keys[i], &st[i], te, tx, site);
+    return rc;
+}
+
+int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status)
+{
+    if (!g.active || n < 0 || !scratch(n)) return PMPI_Testany(n, reqs, index, flag, status);
+    uint64_t site = SITE();
+    save_keys(n, reqs);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    double te = enter();
+    int rc = PMPI_Testany(n, reqs, index, flag, st);
+    double tx = now();
+    int done = *flag && *index != MPI_UNDEFINED && *index >= 0 && scratch_keys[*index] && reqs[*index] == MPI_REQUEST_NULL;
+    record_any(MKT_TESTANY, te, tx, site, done, *index, st);
+    return rc;
+}
+
+int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
+{
+    if (!g.active || n < 0 || !scratch(n)) return PMPI_Testsome(n, reqs, outcount, indices, statuses);
+    uint64_t site = SITE();
+    save_keys(n, reqs);
+    MPI_Status *st = statuses == MPI_STATUSES_IGNORE ? scratch_st : statuses;
+    double te = enter();
+    int rc = PMPI_Testsome(n, reqs, outcount, indices, st);
+    record_some(MKT_TESTSOME, te, now(), site, *outcount, indices, st);
     return rc;
 }
 
@@ -1174,15 +1274,21 @@ int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_O
     return rc;
 }
 
-int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
-{
-    if (!g.active) return PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);
-    uint64_t site = SITE();
-    double te = enter();
-    int rc = PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);
-    coll(MKT_ALLREDUCE, te, site, comm, tbytes(count, type), -1);
-    return rc;
-}
+/* the reductions that have no root and the same arguments: allreduce, scan, exscan */
+#define COLL_REDUCTION(NAME, KIND)                                                                      \
+    int NAME(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)     \
+    {                                                                                                  \
+        if (!g.active) return P##NAME(sbuf, rbuf, count, type, op, comm);                              \
+        uint64_t site = SITE();                                                                        \
+        double te = enter();                                                                           \
+        int rc = P##NAME(sbuf, rbuf, count, type, op, comm);                                           \
+        coll(KIND, te, site, comm, tbytes(count, type), -1);                                           \
+        return rc;                                                                                     \
+    }
+
+COLL_REDUCTION(MPI_Allreduce, MKT_ALLREDUCE)
+COLL_REDUCTION(MPI_Scan, MKT_SCAN)
+COLL_REDUCTION(MPI_Exscan, MKT_EXSCAN)
 
 int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype type, MPI_Op op,
                        MPI_Comm comm)
@@ -1291,16 +1397,188 @@ int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MP
 
 /* ---------- communicators ---------- */
 
-/* record a communicator creation: comm = the parent's id, root = the new one's (-1 for MPI_COMM_NULL) */
-static void created(int kind, double te, uint64_t site, MPI_Comm parent, MPI_Comm made, int32_t tag)
+/* Record a communicator creation (comm = the parent's id, root = the new one's, -1 for MPI_COMM_NULL) with its
+ * arguments. Every creation call takes the next id on every rank that makes it, also when it returns
+ * MPI_COMM_NULL, so that ids agree across the parent's ranks. `args` has room for the kind's arguments; the
+ * new communicator's rank and size are written at args[at_rank], args[at_rank + 1]. */
+static void created(int kind, double te, uint64_t site, MPI_Comm parent, MPI_Comm made, int32_t tag, int32_t *args,
+                    size_t n, size_t at_rank)
 {
     int pi = comm_index(parent);
-    int32_t id = MKTRACE_NONE;
+    const uint32_t fresh = g.next_comm_id++;
+    int32_t id = MKTRACE_NONE, new_rank = MKTRACE_NONE, new_size = 0;
     if (made != MPI_COMM_NULL) {
-        int ni = add_comm(made, g.next_comm_id++);
+        int ni = add_comm(made, fresh);
         if (ni >= 0) id = (int32_t)g.comms[ni].id;
+        PMPI_Comm_rank(made, &new_rank);
+        PMPI_Comm_size(made, &new_size);
     }
-    emit(kind, te, now(), site, MKTRACE_NONE, tag, 0, comm_id(pi), id, 0);
+    if (args && at_rank + 1 < n) {
+        args[at_rank] = new_rank;
+        args[at_rank + 1] = new_size;
+    }
+    emit_args(kind, te, now(), site, MKTRACE_NONE, tag, comm_id(pi), id, args, args ? n : 0);
+}
+
+/* the recorders shared by the C and Fortran wrappers (arguments as C values) */
+
+static void rec_dup(double te, uint64_t site, MPI_Comm comm, MPI_Comm made)
+{
+    int32_t *a = args_room(2);
+    created(MKT_COMM_DUP, te, site, comm, made, MKTRACE_NONE, a, 2, 0);
+}
+
+static void rec_split(double te, uint64_t site, MPI_Comm comm, int color, int key, MPI_Comm made)
+{
+    int32_t *a = args_room(4);
+    if (a) {
+        a[0] = color == MPI_UNDEFINED ? MKTRACE_NONE : color;
+        a[1] = key;
+    }
+    created(MKT_COMM_SPLIT, te, site, comm, made, color == MPI_UNDEFINED ? MKTRACE_NONE : color, a, 4, 2);
+}
+
+static void rec_cart_create(double te, uint64_t site, MPI_Comm comm, int ndims, const int *dims, const int *periods,
+                            int reorder, MPI_Comm made)
+{
+    const int nd = ndims >= 0 && ndims <= 64 ? ndims : 0;
+    int32_t *a = args_room(4 + 2 * (size_t)nd);
+    if (a) {
+        a[0] = nd;
+        a[1] = reorder != 0;
+        for (int i = 0; i < nd; ++i) {
+            a[4 + i] = dims[i];
+            a[4 + nd + i] = periods[i] != 0;
+        }
+    }
+    created(MKT_CART_CREATE, te, site, comm, made, ndims, a, 4 + 2 * (size_t)nd, 2);
+}
+
+static void rec_cart_sub(double te, uint64_t site, MPI_Comm comm, const int *remain, MPI_Comm made)
+{
+    int nd = 0;
+    PMPI_Cartdim_get(comm, &nd);
+    if (nd < 0 || nd > 64) nd = 0;
+    int32_t *a = args_room(3 + (size_t)nd);
+    if (a) {
+        a[0] = nd;
+        for (int i = 0; i < nd; ++i) a[3 + i] = remain[i] != 0;
+    }
+    created(MKT_CART_SUB, te, site, comm, made, nd, a, 3 + (size_t)nd, 1);
+}
+
+/* the world ranks of a group, in its order, at a[0 .. n) (n = its size) */
+static int group_members(MPI_Group group, int32_t **out)
+{
+    int n = 0;
+    if (group == MPI_GROUP_NULL || PMPI_Group_size(group, &n) != MPI_SUCCESS || n < 0) return 0;
+    int *local = malloc((size_t)(n ? n : 1) * 2 * sizeof(int));
+    if (!local) return 0;
+    for (int i = 0; i < n; ++i) local[i] = i;
+    PMPI_Group_translate_ranks(group, n, local, g.world_group, local + n);
+    int32_t *a = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    if (!a) {
+        free(local);
+        return 0;
+    }
+    for (int i = 0; i < n; ++i) a[i] = local[n + i] == MPI_UNDEFINED ? MKTRACE_NONE : local[n + i];
+    free(local);
+    *out = a;
+    return n;
+}
+
+static void rec_create(double te, uint64_t site, MPI_Comm comm, MPI_Group group, int has_tag, int tag, MPI_Comm made)
+{
+    int32_t *members = NULL;
+    const int n = group_members(group, &members);
+    const size_t head = has_tag ? 4 : 3;
+    int32_t *a = args_room(head + (size_t)n);
+    if (a) {
+        if (has_tag) a[0] = tag;
+        a[head - 1] = n;
+        for (int i = 0; i < n; ++i) a[head + (size_t)i] = members[i];
+    }
+    free(members);
+    created(has_tag ? MKT_COMM_CREATE_GROUP : MKT_COMM_CREATE, te, site, comm, made, has_tag ? tag : MKTRACE_NONE, a,
+            head + (size_t)n, has_tag ? 1 : 0);
+}
+
+static void rec_graph(double te, uint64_t site, MPI_Comm comm, int nnodes, const int *index, const int *edges,
+                      int reorder, MPI_Comm made)
+{
+    if (nnodes < 0 || nnodes > (int)MKTRACE_MAX_ARGS / 2) nnodes = 0;
+    const int nedges = nnodes > 0 && index[nnodes - 1] >= 0 && index[nnodes - 1] <= (int)MKTRACE_MAX_ARGS / 2 ? index[nnodes - 1] : 0;
+    int32_t *a = args_room(4 + (size_t)nnodes + (size_t)nedges);
+    if (a) {
+        a[0] = nnodes;
+        a[1] = reorder != 0;
+        for (int i = 0; i < nnodes; ++i) a[4 + i] = index[i];
+        for (int i = 0; i < nedges; ++i) a[4 + nnodes + i] = edges[i];
+    }
+    created(MKT_GRAPH_CREATE, te, site, comm, made, nnodes, a, 4 + (size_t)nnodes + (size_t)nedges, 2);
+}
+
+static void rec_dist_adjacent(double te, uint64_t site, MPI_Comm comm, int indeg, const int *sources, int outdeg,
+                              const int *dests, int reorder, MPI_Comm made)
+{
+    if (indeg < 0 || indeg > (int)MKTRACE_MAX_ARGS / 2) indeg = 0;
+    if (outdeg < 0 || outdeg > (int)MKTRACE_MAX_ARGS / 2) outdeg = 0;
+    const int ci = comm_index(comm);
+    int32_t *a = args_room(5 + (size_t)indeg + (size_t)outdeg);
+    if (a) {
+        a[0] = indeg;
+        a[1] = outdeg;
+        a[2] = reorder != 0;
+        for (int i = 0; i < indeg; ++i) a[5 + i] = to_world(ci, sources[i]);
+        for (int i = 0; i < outdeg; ++i) a[5 + indeg + i] = to_world(ci, dests[i]);
+    }
+    created(MKT_DIST_GRAPH_CREATE_ADJACENT, te, site, comm, made, MKTRACE_NONE, a, 5 + (size_t)indeg + (size_t)outdeg, 3);
+}
+
+static void rec_dist(double te, uint64_t site, MPI_Comm comm, int n, const int *sources, const int *degrees,
+                     const int *dests, int reorder, MPI_Comm made)
+{
+    if (n < 0 || n > (int)MKTRACE_MAX_ARGS / 4) n = 0;
+    long edges = 0;
+    for (int i = 0; i < n; ++i) edges += degrees[i] > 0 ? degrees[i] : 0;
+    if (edges > (long)MKTRACE_MAX_ARGS / 2) n = 0, edges = 0;
+    const int ci = comm_index(comm);
+    int32_t *a = args_room(4 + 2 * (size_t)n + (size_t)edges);
+    if (a) {
+        a[0] = n;
+        a[1] = reorder != 0;
+        size_t k = 4 + 2 * (size_t)n;
+        for (int i = 0; i < n; ++i) {
+            a[4 + i] = to_world(ci, sources[i]);
+            a[4 + n + i] = degrees[i] > 0 ? degrees[i] : 0;
+        }
+        for (long e = 0; e < edges; ++e) a[k + (size_t)e] = to_world(ci, dests[e]);
+    }
+    created(MKT_DIST_GRAPH_CREATE, te, site, comm, made, MKTRACE_NONE, a, 4 + 2 * (size_t)n + (size_t)edges, 2);
+}
+
+static void rec_dims(double te, uint64_t site, int nnodes, int ndims, const int *dims_in, const int *dims)
+{
+    const int nd = ndims >= 0 && ndims <= 64 ? ndims : 0;
+    int32_t *a = args_room(2 + 2 * (size_t)nd);
+    if (!a) {
+        emit(MKT_DIMS_CREATE, te, now(), site, MKTRACE_NONE, MKTRACE_NONE, 0, 0, MKTRACE_NONE, 0);
+        return;
+    }
+    a[0] = nnodes;
+    a[1] = nd;
+    for (int i = 0; i < nd; ++i) {
+        a[2 + i] = dims_in[i];
+        a[2 + nd + i] = dims[i];
+    }
+    emit_args(MKT_DIMS_CREATE, te, now(), site, MKTRACE_NONE, nd, 0, MKTRACE_NONE, a, 2 + 2 * (size_t)nd);
+}
+
+static void rec_shift(double te, uint64_t site, MPI_Comm comm, int direction, int disp, int source, int dest)
+{
+    const int ci = comm_index(comm);
+    int32_t a[4] = {direction, disp, to_world(ci, source), to_world(ci, dest)};
+    emit_args(MKT_CART_SHIFT, te, now(), site, a[3], MKTRACE_NONE, comm_id(ci), MKTRACE_NONE, a, 4);
 }
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
@@ -1309,7 +1587,7 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
     uint64_t site = SITE();
     double te = enter();
     int rc = PMPI_Comm_dup(comm, newcomm);
-    created(MKT_COMM_DUP, te, site, comm, rc == MPI_SUCCESS ? *newcomm : MPI_COMM_NULL, MKTRACE_NONE);
+    rec_dup(te, site, comm, rc == MPI_SUCCESS ? *newcomm : MPI_COMM_NULL);
     return rc;
 }
 
@@ -1319,8 +1597,7 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
     uint64_t site = SITE();
     double te = enter();
     int rc = PMPI_Comm_split(comm, color, key, newcomm);
-    created(MKT_COMM_SPLIT, te, site, comm, rc == MPI_SUCCESS ? *newcomm : MPI_COMM_NULL,
-            color == MPI_UNDEFINED ? MKTRACE_NONE : color);
+    rec_split(te, site, comm, color, key, rc == MPI_SUCCESS ? *newcomm : MPI_COMM_NULL);
     return rc;
 }
 
@@ -1331,7 +1608,97 @@ int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int period
     uint64_t site = SITE();
     double te = enter();
     int rc = PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm);
-    created(MKT_CART_CREATE, te, site, comm, rc == MPI_SUCCESS ? *newcomm : MPI_COMM_NULL, ndims);
+    rec_cart_create(te, site, comm, ndims, dims, periods, reorder, rc == MPI_SUCCESS ? *newcomm : MPI_COMM_NULL);
+    return rc;
+}
+
+int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
+{
+    if (!g.active) return PMPI_Cart_sub(comm, remain_dims, newcomm);
+    uint64_t site = SITE();
+    double te = enter();
+    int rc = PMPI_Cart_sub(comm, remain_dims, newcomm);
+    rec_cart_sub(te, site, comm, remain_dims, rc == MPI_SUCCESS ? *newcomm : MPI_COMM_NULL);
+    return rc;
+}
+
+int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *source, int *dest)
+{
+    if (!g.active) return PMPI_Cart_shift(comm, direction, disp, source, dest);
+    uint64_t site = SITE();
+    double te = enter();
+    int rc = PMPI_Cart_shift(comm, direction, disp, source, dest);
+    if (rc == MPI_SUCCESS) rec_shift(te, site, comm, direction, disp, *source, *dest);
+    return rc;
+}
+
+int MPI_Dims_create(int nnodes, int ndims, int dims[])
+{
+    if (!g.active) return PMPI_Dims_create(nnodes, ndims, dims);
+    uint64_t site = SITE();
+    int in[64];
+    const int nd = ndims >= 0 && ndims <= 64 ? ndims : 0;
+    for (int i = 0; i < nd; ++i) in[i] = dims[i];
+    double te = enter();
+    int rc = PMPI_Dims_create(nnodes, ndims, dims);
+    if (rc == MPI_SUCCESS) rec_dims(te, site, nnodes, nd, in, dims);
+    return rc;
+}
+
+int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
+{
+    if (!g.active) return PMPI_Comm_create(comm, group, newcomm);
+    uint64_t site = SITE();
+    double te = enter();
+    int rc = PMPI_Comm_create(comm, group, newcomm);
+    rec_create(te, site, comm, group, 0, 0, rc == MPI_SUCCESS ? *newcomm : MPI_COMM_NULL);
+    return rc;
+}
+
+int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
+{
+    if (!g.active) return PMPI_Comm_create_group(comm, group, tag, newcomm);
+    uint64_t site = SITE();
+    double te = enter();
+    int rc = PMPI_Comm_create_group(comm, group, tag, newcomm);
+    rec_create(te, site, comm, group, 1, tag, rc == MPI_SUCCESS ? *newcomm : MPI_COMM_NULL);
+    return rc;
+}
+
+int MPI_Graph_create(MPI_Comm comm, int nnodes, const int index[], const int edges[], int reorder, MPI_Comm *newcomm)
+{
+    if (!g.active) return PMPI_Graph_create(comm, nnodes, index, edges, reorder, newcomm);
+    uint64_t site = SITE();
+    double te = enter();
+    int rc = PMPI_Graph_create(comm, nnodes, index, edges, reorder, newcomm);
+    rec_graph(te, site, comm, nnodes, index, edges, reorder, rc == MPI_SUCCESS ? *newcomm : MPI_COMM_NULL);
+    return rc;
+}
+
+int MPI_Dist_graph_create_adjacent(MPI_Comm comm, int indegree, const int sources[], const int sourceweights[],
+                                   int outdegree, const int destinations[], const int destweights[], MPI_Info info,
+                                   int reorder, MPI_Comm *newcomm)
+{
+    if (!g.active)
+        return PMPI_Dist_graph_create_adjacent(comm, indegree, sources, sourceweights, outdegree, destinations,
+                                               destweights, info, reorder, newcomm);
+    uint64_t site = SITE();
+    double te = enter();
+    int rc = PMPI_Dist_graph_create_adjacent(comm, indegree, sources, sourceweights, outdegree, destinations,
+                                             destweights, info, reorder, newcomm);
+    rec_dist_adjacent(te, site, comm, indegree, sources, outdegree, destinations, reorder,
+                      rc == MPI_SUCCESS ? *newcomm : MPI_COMM_NULL);
+    return rc;
+}
+
+int MPI_Dist_graph_create(MPI_Comm comm, int n, const int sources[], const int degrees[], const int destinations[],
+                          const int weights[], MPI_Info info, int reorder, MPI_Comm *newcomm)
+{
+    if (!g.active) return PMPI_Dist_graph_create(comm, n, sources, degrees, destinations, weights, info, reorder, newcomm);
+    uint64_t site = SITE();
+    double te = enter();
+    int rc = PMPI_Dist_graph_create(comm, n, sources, degrees, destinations, weights, info, reorder, newcomm);
+    rec_dist(te, site, comm, n, sources, degrees, destinations, reorder, rc == MPI_SUCCESS ? *newcomm : MPI_COMM_NULL);
     return rc;
 }
 
@@ -1566,4 +1933,138 @@ void mpi_allreduce_(void *sbuf, void *rbuf, MPI_Fint *count, MPI_Fint *type, MPI
     double te = enter();
     pmpi_allreduce_(sbuf, rbuf, count, type, op, comm, ierr);
     coll(MKT_ALLREDUCE, te, site, PMPI_Comm_f2c(*comm), tbytes(*count, PMPI_Type_f2c(*type)), -1);
+}
+
+/* communicators and topologies (Fortran): the same recorders as the C wrappers, from the Fortran arguments
+ * (LOGICAL arguments are non-zero for .true.) */
+
+void mpi_comm_dup_(MPI_Fint *comm, MPI_Fint *newcomm, MPI_Fint *ierr)
+{
+    F_REAL(pmpi_comm_dup_, (MPI_Fint *, MPI_Fint *, MPI_Fint *))
+    if (!g.active) { pmpi_comm_dup_(comm, newcomm, ierr); return; }
+    uint64_t site = SITE();
+    double te = enter();
+    pmpi_comm_dup_(comm, newcomm, ierr);
+    rec_dup(te, site, PMPI_Comm_f2c(*comm), *ierr == MPI_SUCCESS ? PMPI_Comm_f2c(*newcomm) : MPI_COMM_NULL);
+}
+
+void mpi_comm_split_(MPI_Fint *comm, MPI_Fint *color, MPI_Fint *key, MPI_Fint *newcomm, MPI_Fint *ierr)
+{
+    F_REAL(pmpi_comm_split_, (MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
+    if (!g.active) { pmpi_comm_split_(comm, color, key, newcomm, ierr); return; }
+    uint64_t site = SITE();
+    double te = enter();
+    pmpi_comm_split_(comm, color, key, newcomm, ierr);
+    rec_split(te, site, PMPI_Comm_f2c(*comm), *color, *key, *ierr == MPI_SUCCESS ? PMPI_Comm_f2c(*newcomm) : MPI_COMM_NULL);
+}
+
+void mpi_cart_create_(MPI_Fint *comm, MPI_Fint *ndims, MPI_Fint *dims, MPI_Fint *periods, MPI_Fint *reorder,
+                      MPI_Fint *newcomm, MPI_Fint *ierr)
+{
+    F_REAL(pmpi_cart_create_, (MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
+    if (!g.active) { pmpi_cart_create_(comm, ndims, dims, periods, reorder, newcomm, ierr); return; }
+    uint64_t site = SITE();
+    double te = enter();
+    pmpi_cart_create_(comm, ndims, dims, periods, reorder, newcomm, ierr);
+    rec_cart_create(te, site, PMPI_Comm_f2c(*comm), *ndims, dims, periods, *reorder,
+                    *ierr == MPI_SUCCESS ? PMPI_Comm_f2c(*newcomm) : MPI_COMM_NULL);
+}
+
+void mpi_cart_sub_(MPI_Fint *comm, MPI_Fint *remain, MPI_Fint *newcomm, MPI_Fint *ierr)
+{
+    F_REAL(pmpi_cart_sub_, (MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
+    if (!g.active) { pmpi_cart_sub_(comm, remain, newcomm, ierr); return; }
+    uint64_t site = SITE();
+    double te = enter();
+    pmpi_cart_sub_(comm, remain, newcomm, ierr);
+    rec_cart_sub(te, site, PMPI_Comm_f2c(*comm), remain, *ierr == MPI_SUCCESS ? PMPI_Comm_f2c(*newcomm) : MPI_COMM_NULL);
+}
+
+void mpi_cart_shift_(MPI_Fint *comm, MPI_Fint *direction, MPI_Fint *disp, MPI_Fint *source, MPI_Fint *dest, MPI_Fint *ierr)
+{
+    F_REAL(pmpi_cart_shift_, (MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
+    if (!g.active) { pmpi_cart_shift_(comm, direction, disp, source, dest, ierr); return; }
+    uint64_t site = SITE();
+    double te = enter();
+    pmpi_cart_shift_(comm, direction, disp, source, dest, ierr);
+    if (*ierr == MPI_SUCCESS) rec_shift(te, site, PMPI_Comm_f2c(*comm), *direction, *disp, *source, *dest);
+}
+
+void mpi_dims_create_(MPI_Fint *nnodes, MPI_Fint *ndims, MPI_Fint *dims, MPI_Fint *ierr)
+{
+    F_REAL(pmpi_dims_create_, (MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
+    if (!g.active) { pmpi_dims_create_(nnodes, ndims, dims, ierr); return; }
+    uint64_t site = SITE();
+    int in[64];
+    const int nd = *ndims >= 0 && *ndims <= 64 ? *ndims : 0;
+    for (int i = 0; i < nd; ++i) in[i] = dims[i];
+    double te = enter();
+    pmpi_dims_create_(nnodes, ndims, dims, ierr);
+    if (*ierr == MPI_SUCCESS) rec_dims(te, site, *nnodes, nd, in, dims);
+}
+
+void mpi_comm_create_(MPI_Fint *comm, MPI_Fint *group, MPI_Fint *newcomm, MPI_Fint *ierr)
+{
+    F_REAL(pmpi_comm_create_, (MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
+    if (!g.active) { pmpi_comm_create_(comm, group, newcomm, ierr); return; }
+    uint64_t site = SITE();
+    double te = enter();
+    pmpi_comm_create_(comm, group, newcomm, ierr);
+    rec_create(te, site, PMPI_Comm_f2c(*comm), PMPI_Group_f2c(*group), 0, 0,
+               *ierr == MPI_SUCCESS ? PMPI_Comm_f2c(*newcomm) : MPI_COMM_NULL);
+}
+
+void mpi_comm_create_group_(MPI_Fint *comm, MPI_Fint *group, MPI_Fint *tag, MPI_Fint *newcomm, MPI_Fint *ierr)
+{
+    F_REAL(pmpi_comm_create_group_, (MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
+    if (!g.active) { pmpi_comm_create_group_(comm, group, tag, newcomm, ierr); return; }
+    uint64_t site = SITE();
+    double te = enter();
+    pmpi_comm_create_group_(comm, group, tag, newcomm, ierr);
+    rec_create(te, site, PMPI_Comm_f2c(*comm), PMPI_Group_f2c(*group), 1, *tag,
+               *ierr == MPI_SUCCESS ? PMPI_Comm_f2c(*newcomm) : MPI_COMM_NULL);
+}
+
+void mpi_graph_create_(MPI_Fint *comm, MPI_Fint *nnodes, MPI_Fint *index, MPI_Fint *edges, MPI_Fint *reorder,
+                       MPI_Fint *newcomm, MPI_Fint *ierr)
+{
+    F_REAL(pmpi_graph_create_, (MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
+    if (!g.active) { pmpi_graph_create_(comm, nnodes, index, edges, reorder, newcomm, ierr); return; }
+    uint64_t site = SITE();
+    double te = enter();
+    pmpi_graph_create_(comm, nnodes, index, edges, reorder, newcomm, ierr);
+    rec_graph(te, site, PMPI_Comm_f2c(*comm), *nnodes, index, edges, *reorder,
+              *ierr == MPI_SUCCESS ? PMPI_Comm_f2c(*newcomm) : MPI_COMM_NULL);
+}
+
+void mpi_dist_graph_create_adjacent_(MPI_Fint *comm, MPI_Fint *indegree, MPI_Fint *sources, MPI_Fint *sourceweights,
+                                     MPI_Fint *outdegree, MPI_Fint *destinations, MPI_Fint *destweights, MPI_Fint *info,
+                                     MPI_Fint *reorder, MPI_Fint *newcomm, MPI_Fint *ierr)
+{
+    F_REAL(pmpi_dist_graph_create_adjacent_, (MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
+                                              MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
+    if (!g.active) {
+        pmpi_dist_graph_create_adjacent_(comm, indegree, sources, sourceweights, outdegree, destinations, destweights,
+                                         info, reorder, newcomm, ierr);
+        return;
+    }
+    uint64_t site = SITE();
+    double te = enter();
+    pmpi_dist_graph_create_adjacent_(comm, indegree, sources, sourceweights, outdegree, destinations, destweights, info,
+                                     reorder, newcomm, ierr);
+    rec_dist_adjacent(te, site, PMPI_Comm_f2c(*comm), *indegree, sources, *outdegree, destinations, *reorder,
+                      *ierr == MPI_SUCCESS ? PMPI_Comm_f2c(*newcomm) : MPI_COMM_NULL);
+}
+
+void mpi_comm_free_(MPI_Fint *comm, MPI_Fint *ierr)
+{
+    F_REAL(pmpi_comm_free_, (MPI_Fint *, MPI_Fint *))
+    if (!g.active) { pmpi_comm_free_(comm, ierr); return; }
+    uint64_t site = SITE();
+    int ci = comm_index(PMPI_Comm_f2c(*comm));
+    uint32_t id = comm_id(ci);
+    double te = enter();
+    pmpi_comm_free_(comm, ierr);
+    if (ci > 0) g.comms[ci].comm = MPI_COMM_NULL;
+    emit(MKT_COMM_FREE, te, now(), site, MKTRACE_NONE, MKTRACE_NONE, 0, id, MKTRACE_NONE, 0);
 }

@@ -112,6 +112,8 @@ struct Definitions {
   std::map<OTF2_CallingContextRef, ContextDef> contexts;
   std::map<OTF2_SourceCodeLocationRef, uint32_t> lines;
   std::map<OTF2_CommRef, int> cart_dims;  // number of dimensions of a Cartesian communicator
+  std::map<OTF2_CommRef, std::vector<OTF2_CartDimensionRef>> cart_topology;  // its dimensions
+  std::map<OTF2_CartDimensionRef, std::pair<uint32_t, bool>> cart_dimensions;  // size, periodic
   OTF2_GroupRef mpi_locations = OTF2_UNDEFINED_GROUP;
 
   const std::string& text(OTF2_StringRef ref) const {
@@ -197,8 +199,15 @@ void register_definitions(OTF2_GlobalDefReaderCallbacks* cb) {
       });
   OTF2_GlobalDefReaderCallbacks_SetCartTopologyCallback(
       cb, [](void* u, OTF2_CartTopologyRef, OTF2_StringRef, OTF2_CommRef comm, uint8_t dims,
-             const OTF2_CartDimensionRef*) {
-        return on_definition(u, [&](Definitions& d) { d.cart_dims[comm] = dims; });
+             const OTF2_CartDimensionRef* refs) {
+        return on_definition(u, [&](Definitions& d) {
+          d.cart_dims[comm] = dims;
+          if (refs) d.cart_topology[comm].assign(refs, refs + dims);
+        });
+      });
+  OTF2_GlobalDefReaderCallbacks_SetCartDimensionCallback(
+      cb, [](void* u, OTF2_CartDimensionRef self, OTF2_StringRef, uint32_t size, OTF2_CartPeriodicity periodic) {
+        return on_definition(u, [&](Definitions& d) { d.cart_dimensions[self] = {size, periodic == OTF2_CART_PERIODIC_TRUE}; });
       });
 }
 
@@ -268,6 +277,8 @@ std::optional<Kind> collective_kind(OTF2_CollectiveOp op) {
     case OTF2_COLLECTIVE_OP_ALLREDUCE: return Kind::ALLREDUCE;
     case OTF2_COLLECTIVE_OP_REDUCE: return Kind::REDUCE;
     case OTF2_COLLECTIVE_OP_REDUCE_SCATTER: return Kind::REDUCE_SCATTER;
+    case OTF2_COLLECTIVE_OP_SCAN: return Kind::SCAN;
+    case OTF2_COLLECTIVE_OP_EXSCAN: return Kind::EXSCAN;
     default: return std::nullopt;
   }
 }
@@ -292,7 +303,7 @@ std::optional<Kind> mpi_kind(const std::string& name) {
 
 bool is_wait_or_test(Kind k) {
   return k == Kind::WAIT || k == Kind::WAITALL || k == Kind::WAITANY || k == Kind::WAITSOME || k == Kind::TEST ||
-         k == Kind::TESTALL;
+         k == Kind::TESTALL || k == Kind::TESTANY || k == Kind::TESTSOME;
 }
 
 constexpr std::size_t MAX_CONTEXT_DEPTH = 4096;
@@ -680,8 +691,14 @@ class LocationReader {
         expect(c, allow({}));
         emit(k, c, exit, NO_RANK, NO_RANK, 0, 0, k == Kind::PROBE ? 1 : NO_RANK);
         return;
-      case Kind::COMM_DUP: case Kind::COMM_SPLIT: case Kind::CART_CREATE: case Kind::COMM_FREE:
+      case Kind::COMM_DUP: case Kind::COMM_SPLIT: case Kind::CART_CREATE: case Kind::COMM_FREE: case Kind::CART_SUB:
+      case Kind::COMM_CREATE: case Kind::COMM_CREATE_GROUP: case Kind::GRAPH_CREATE: case Kind::DIST_GRAPH_CREATE:
+      case Kind::DIST_GRAPH_CREATE_ADJACENT:
         communicator_call(c, exit);
+        return;
+      case Kind::DIMS_CREATE: case Kind::CART_SHIFT:  // local: Score-P records no arguments for them
+        expect(c, allow({}), true);
+        emit(k, c, exit);
         return;
       default:
         break;
@@ -780,7 +797,30 @@ class LocationReader {
       if (dims != defs_.cart_dims.end()) tag = dims->second;
     }
     const std::int32_t id = created ? static_cast<std::int32_t>(new_comm_id(created->pos, created->comm)) : NO_RANK;
-    emit(k, c, exit, NO_RANK, tag, 0, parent, id);
+    const std::size_t i = emit(k, c, exit, NO_RANK, tag, 0, parent, id);
+    if (created) creation_args(i, *created);
+  }
+
+  // The arguments the definitions give of a new communicator: its members (world ranks in its rank order),
+  // this rank's rank and the size; for a Cartesian one its grid and periods. (Score-P has no split colour or
+  // key: color is ANY, "not recorded".)
+  void creation_args(std::size_t event, const Rec& created) {
+    CommArgs a;
+    a.color = ANY;
+    const std::uint64_t n = comm_size(created.pos, created.comm);
+    for (std::uint64_t r = 0; r < n; ++r) a.members.push_back(world_rank(created.pos, created.comm, static_cast<uint32_t>(r)));
+    for (std::size_t r = 0; r < a.members.size(); ++r)
+      if (a.members[r] == rank_) a.new_rank = static_cast<std::int32_t>(r);
+    a.new_size = static_cast<std::int32_t>(a.members.size());
+    if (auto topo = defs_.cart_topology.find(created.comm); topo != defs_.cart_topology.end())
+      for (OTF2_CartDimensionRef d : topo->second) {
+        auto dim = defs_.cart_dimensions.find(d);
+        if (dim == defs_.cart_dimensions.end()) fail(created.pos, "undefined Cartesian dimension " + std::to_string(d));
+        a.dims.push_back(static_cast<std::int32_t>(dim->second.first));
+        a.periods.push_back(dim->second.second);
+      }
+    t_.args.push_back(std::move(a));
+    t_.events[event].args = static_cast<std::uint32_t>(t_.args.size());
   }
 
   const Definitions& defs_;

@@ -1,5 +1,6 @@
-// Reader of formats v2 and v3 (README.md): header, fixed-size records, footer (count, FNV-1a checksum, status,
-// call-site table, annotation names); run.json with nlohmann_json. Bytes are decoded explicitly as little-endian.
+// Reader of formats v2, v3 and v4 (README.md): header, fixed-size records (v4: with ARGS records after
+// communicator and topology calls), footer (count, FNV-1a checksum, status, call-site table, annotation names);
+// run.json with nlohmann_json. Bytes are decoded explicitly as little-endian.
 #include "skeletons/trace/reader.hpp"
 
 #include <nlohmann/json.hpp>
@@ -52,8 +53,21 @@ bool is_send(Kind kind) {
 
 bool is_collective(Kind kind) {
   auto c = static_cast<std::uint16_t>(kind);
-  return c >= static_cast<std::uint16_t>(Kind::BARRIER) && c <= static_cast<std::uint16_t>(Kind::REDUCE_SCATTER);
+  return c >= static_cast<std::uint16_t>(Kind::BARRIER) && c <= static_cast<std::uint16_t>(Kind::EXSCAN);
 }
+
+bool creates_comm(Kind kind) {
+  switch (kind) {
+    case Kind::COMM_DUP: case Kind::COMM_SPLIT: case Kind::CART_CREATE: case Kind::CART_SUB: case Kind::COMM_CREATE:
+    case Kind::COMM_CREATE_GROUP: case Kind::GRAPH_CREATE: case Kind::DIST_GRAPH_CREATE_ADJACENT:
+    case Kind::DIST_GRAPH_CREATE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool takes_args(Kind kind) { return creates_comm(kind) || kind == Kind::DIMS_CREATE || kind == Kind::CART_SHIFT; }
 
 bool is_annotation(Kind kind) {
   auto c = static_cast<std::uint16_t>(kind);
@@ -150,16 +164,16 @@ std::string hex(std::uint64_t v) {
   return s.str();
 }
 
-void read_footer(Cursor& c, RankTrace& t, std::uint64_t records_begin, const std::vector<unsigned char>& bytes) {
+void read_footer(Cursor& c, RankTrace& t, std::uint64_t records_begin, const std::vector<unsigned char>& bytes,
+                 std::uint64_t records) {
   const std::uint64_t at = c.offset();
   c.take(8, "footer");
   const std::uint64_t count = c.u64("footer record count");
   const std::uint64_t sum = c.u64("footer checksum");
   const std::uint32_t status = c.u32("footer status");
   t.status_detail = static_cast<std::int32_t>(c.u32("footer status detail"));
-  if (count != t.events.size())
-    c.fail(at, "footer says " + std::to_string(count) + " records, the file holds " +
-                   std::to_string(t.events.size()) + " (corrupted)");
+  if (count != records)
+    c.fail(at, "footer says " + std::to_string(count) + " records, the file holds " + std::to_string(records) + " (corrupted)");
   const std::uint64_t actual = fnv1a_words(bytes.data() + records_begin, at - records_begin);
   if (actual != sum)
     c.fail(at, "checksum mismatch: the records hash to " + hex(actual) + ", the footer says " + hex(sum) +
@@ -221,10 +235,119 @@ void read_footer(Cursor& c, RankTrace& t, std::uint64_t records_begin, const std
   if (c.left() != 0) c.fail(c.offset(), std::to_string(c.left()) + " unexpected bytes after the footer");
 }
 
+// The kinds format v4 added (a file of an older version cannot hold them).
+bool new_in_v4(std::uint16_t code) {
+  switch (static_cast<Kind>(code)) {
+    case Kind::TESTSOME: case Kind::TESTANY: case Kind::SCAN: case Kind::EXSCAN: case Kind::DIMS_CREATE:
+    case Kind::CART_SHIFT: case Kind::CART_SUB: case Kind::COMM_CREATE: case Kind::COMM_CREATE_GROUP:
+    case Kind::GRAPH_CREATE: case Kind::DIST_GRAPH_CREATE_ADJACENT: case Kind::DIST_GRAPH_CREATE: case Kind::ARGS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The int32 arguments of a call, decoded by its kind's layout (README.md, "Arguments"); "" or what is wrong.
+std::string decode_args(Kind k, const std::vector<std::int32_t>& v, CommArgs& a) {
+  const std::size_t n = v.size();
+  auto count = [&](std::size_t at, std::int32_t& out) {  // a count field: non-negative
+    if (at >= n || v[at] < 0) return false;
+    out = v[at];
+    return true;
+  };
+  auto take = [&](std::size_t from, std::size_t len) {
+    return std::vector<std::int32_t>(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(from + len));
+  };
+  auto flags = [&](std::size_t from, std::size_t len) {
+    std::vector<bool> out;
+    for (std::size_t i = 0; i < len; ++i) out.push_back(v[from + i] != 0);
+    return out;
+  };
+  auto want = [&](std::size_t expected) {
+    return n == expected ? std::string()
+                         : std::to_string(n) + " argument values, its layout needs " + std::to_string(expected);
+  };
+  std::int32_t m = 0, m2 = 0;
+  switch (k) {
+    case Kind::COMM_DUP:
+      if (n != 2) return want(2);
+      a.new_rank = v[0], a.new_size = v[1];
+      return "";
+    case Kind::COMM_SPLIT:
+      if (n != 4) return want(4);
+      a.color = v[0], a.key = v[1], a.new_rank = v[2], a.new_size = v[3];
+      return "";
+    case Kind::CART_CREATE:
+      if (!count(0, m) || n != 4 + 2 * static_cast<std::size_t>(m)) return n < 1 ? want(4) : want(4 + 2 * static_cast<std::size_t>(std::max(m, 0)));
+      a.reorder = v[1] != 0, a.new_rank = v[2], a.new_size = v[3];
+      a.dims = take(4, static_cast<std::size_t>(m));
+      a.periods = flags(4 + static_cast<std::size_t>(m), static_cast<std::size_t>(m));
+      return "";
+    case Kind::CART_SUB:
+      if (!count(0, m) || n != 3 + static_cast<std::size_t>(m)) return want(3 + static_cast<std::size_t>(std::max(m, 0)));
+      a.new_rank = v[1], a.new_size = v[2];
+      a.remain = flags(3, static_cast<std::size_t>(m));
+      return "";
+    case Kind::DIMS_CREATE:
+      if (n < 2 || !count(1, m) || n != 2 + 2 * static_cast<std::size_t>(m)) return want(2 + 2 * static_cast<std::size_t>(std::max(m, 0)));
+      a.nnodes = v[0];
+      a.dims_in = take(2, static_cast<std::size_t>(m));
+      a.dims = take(2 + static_cast<std::size_t>(m), static_cast<std::size_t>(m));
+      return "";
+    case Kind::CART_SHIFT:
+      if (n != 4) return want(4);
+      a.direction = v[0], a.disp = v[1], a.source = v[2], a.dest = v[3];
+      return "";
+    case Kind::COMM_CREATE:
+    case Kind::COMM_CREATE_GROUP: {
+      const std::size_t head = k == Kind::COMM_CREATE ? 3 : 4;
+      if (!count(head - 1, m) || n != head + static_cast<std::size_t>(m)) return want(head + static_cast<std::size_t>(std::max(m, 0)));
+      if (k == Kind::COMM_CREATE_GROUP) a.tag = v[0];
+      a.new_rank = v[head - 3], a.new_size = v[head - 2];
+      a.members = take(head, static_cast<std::size_t>(m));
+      return "";
+    }
+    case Kind::GRAPH_CREATE: {
+      if (!count(0, m) || n < 4 + static_cast<std::size_t>(m)) return want(4 + static_cast<std::size_t>(std::max(m, 0)));
+      const std::int32_t edges = m > 0 ? v[4 + static_cast<std::size_t>(m) - 1] : 0;
+      if (edges < 0 || n != 4 + static_cast<std::size_t>(m) + static_cast<std::size_t>(edges))
+        return want(4 + static_cast<std::size_t>(m) + static_cast<std::size_t>(std::max(edges, 0)));
+      a.nnodes = m, a.reorder = v[1] != 0, a.new_rank = v[2], a.new_size = v[3];
+      a.index = take(4, static_cast<std::size_t>(m));
+      a.edges = take(4 + static_cast<std::size_t>(m), static_cast<std::size_t>(edges));
+      return "";
+    }
+    case Kind::DIST_GRAPH_CREATE_ADJACENT:
+      if (!count(0, m) || !count(1, m2) || n != 5 + static_cast<std::size_t>(m) + static_cast<std::size_t>(m2))
+        return want(5 + static_cast<std::size_t>(std::max(m, 0)) + static_cast<std::size_t>(std::max(m2, 0)));
+      a.reorder = v[2] != 0, a.new_rank = v[3], a.new_size = v[4];
+      a.sources = take(5, static_cast<std::size_t>(m));
+      a.destinations = take(5 + static_cast<std::size_t>(m), static_cast<std::size_t>(m2));
+      return "";
+    case Kind::DIST_GRAPH_CREATE: {
+      if (!count(0, m) || n < 4 + 2 * static_cast<std::size_t>(m)) return want(4 + 2 * static_cast<std::size_t>(std::max(m, 0)));
+      std::size_t edges = 0;
+      for (std::size_t i = 0; i < static_cast<std::size_t>(m); ++i) {
+        if (v[4 + static_cast<std::size_t>(m) + i] < 0) return "a negative degree";
+        edges += static_cast<std::size_t>(v[4 + static_cast<std::size_t>(m) + i]);
+      }
+      if (n != 4 + 2 * static_cast<std::size_t>(m) + edges) return want(4 + 2 * static_cast<std::size_t>(m) + edges);
+      a.nnodes = m, a.reorder = v[1] != 0, a.new_rank = v[2], a.new_size = v[3];
+      a.sources = take(4, static_cast<std::size_t>(m));
+      a.degrees = take(4 + static_cast<std::size_t>(m), static_cast<std::size_t>(m));
+      a.destinations = take(4 + 2 * static_cast<std::size_t>(m), edges);
+      return "";
+    }
+    default:
+      return "this kind takes no arguments";
+  }
+}
+
 // Annotations (mktrace.h) nest: an end closes the innermost open region/loop of the same name, an
 // iteration is of the innermost open loop. Regions still open at the end are allowed (a region around
 // MPI_Finalize ends after tracing stopped). Names are checked only when the footer listed them.
-void check_annotations(const RankTrace& t, std::uint64_t records_begin) {
+// record_of[i] is the record number of event i (ARGS records are not events).
+void check_annotations(const RankTrace& t, std::uint64_t records_begin, const std::vector<std::uint64_t>& record_of) {
   struct Open { Kind kind; std::int32_t name; };
   std::vector<Open> open;
   const bool named = t.status != Status::INCOMPLETE;
@@ -235,8 +358,8 @@ void check_annotations(const RankTrace& t, std::uint64_t records_begin) {
   for (std::size_t i = 0; i < t.events.size(); ++i) {
     const Event& e = t.events[i];
     if (!is_annotation(e.kind)) continue;
-    const std::uint64_t at = records_begin + i * t.record_bytes;
-    const std::string where = "record " + std::to_string(i) + " (" + std::string(kind_name(e.kind)) + " " + label(e.tag) + "): ";
+    const std::uint64_t at = records_begin + record_of[i] * t.record_bytes;
+    const std::string where = "record " + std::to_string(record_of[i]) + " (" + std::string(kind_name(e.kind)) + " " + label(e.tag) + "): ";
     if (named && (e.tag < 0 || static_cast<std::size_t>(e.tag) >= t.names.size()))
       throw TraceError(t.file, at, where + "name id out of range (" + std::to_string(t.names.size()) + " names)");
     const bool loop = e.kind == Kind::LOOP_BEGIN || e.kind == Kind::LOOP_ITER || e.kind == Kind::LOOP_END;
@@ -265,8 +388,8 @@ RankTrace read_rank_file(const std::string& path) {
   if (!c.at(MKTRACE_MAGIC)) c.fail(0, "bad magic: not a mktrace file (expected \"MKTRACE1\")");
   c.take(8, "magic");
   const std::uint32_t version = c.u32("version");
-  if (version != MKTRACE_VERSION && version != 2)
-    c.fail(8, "format version " + std::to_string(version) + " is not supported (this reader reads versions 2 and " +
+  if (version < 2 || version > MKTRACE_VERSION)
+    c.fail(8, "format version " + std::to_string(version) + " is not supported (this reader reads versions 2 to " +
                    std::to_string(MKTRACE_VERSION) + ")");
   // v3 added the record's last field, the CPU time of the gap before it
   const std::uint32_t expected_bytes = version == 2 ? MKTRACE_RECORD_BYTES_V2 : MKTRACE_RECORD_BYTES;
@@ -286,28 +409,76 @@ RankTrace read_rank_file(const std::string& path) {
 
   const std::uint64_t records_begin = c.offset();
   t.events.reserve(c.left() / expected_bytes);
+  std::vector<std::uint64_t> record_of;  // event -> record number (ARGS records are folded into their call)
+  std::uint64_t records = 0;
+  std::vector<std::int32_t> pending_args;  // the values of the ARGS records after the last call
+  std::uint64_t args_call_at = 0;          // that call's offset
+  // the arguments gathered after a call, decoded when the next call (or the end) comes
+  // (at the end of a file without footer, arguments cut short are dropped: the call stays, without them)
+  auto finish_args = [&](bool cut = false) {
+    if (t.events.empty() || pending_args.empty()) return;
+    Event& call = t.events.back();
+    CommArgs a;
+    if (std::string why = decode_args(call.kind, pending_args, a); !why.empty()) {
+      if (cut) {
+        pending_args.clear();
+        return;
+      }
+      c.fail(args_call_at, "record " + std::to_string(record_of.back()) + " (" + std::string(kind_name(call.kind)) +
+                               "): " + why + " (corrupted)");
+    }
+    t.args.push_back(std::move(a));
+    call.args = static_cast<std::uint32_t>(t.args.size());
+    pending_args.clear();
+  };
   while (true) {
     if (c.left() == 0) {  // whole records and no footer: the rank never wrote one
+      finish_args(true);
       t.status = Status::INCOMPLETE;
-      check_annotations(t, records_begin);
+      check_annotations(t, records_begin, record_of);
       return t;
     }
     if (c.at(MKTRACE_FOOTER_MAGIC)) {
-      read_footer(c, t, records_begin, bytes);
-      check_annotations(t, records_begin);
+      finish_args();
+      read_footer(c, t, records_begin, bytes, records);
+      check_annotations(t, records_begin, record_of);
       return t;
     }
     const std::uint64_t at = c.offset();
     if (c.left() < expected_bytes)
-      c.fail(at, "truncated record " + std::to_string(t.events.size()) + ": " + std::to_string(c.left()) +
+      c.fail(at, "truncated record " + std::to_string(records) + ": " + std::to_string(c.left()) +
                      " of " + std::to_string(expected_bytes) + " bytes");
     const auto code = static_cast<std::uint16_t>(c.u(2, "kind"));
-    if (!is_kind(code)) c.fail(at, "record " + std::to_string(t.events.size()) + ": unknown kind " + std::to_string(code) + " (corrupted)");
+    if (!is_kind(code)) c.fail(at, "record " + std::to_string(records) + ": unknown kind " + std::to_string(code) + " (corrupted)");
+    if (version < 4 && new_in_v4(code))
+      c.fail(at, "record " + std::to_string(records) + ": kind " + std::string(kind_name(static_cast<Kind>(code))) +
+                     " is not in format version " + std::to_string(version) + " (corrupted)");
+    if (static_cast<Kind>(code) == Kind::ARGS) {  // arguments of the call before: 15 int32 values, flags = how many
+      const auto n = static_cast<std::uint16_t>(c.u(2, "flags"));
+      if (t.events.empty() || !takes_args(t.events.back().kind))
+        c.fail(at, "record " + std::to_string(records) + ": arguments after " +
+                       (t.events.empty() ? std::string("no call") : std::string(kind_name(t.events.back().kind)) + ", which takes none") +
+                       " (corrupted)");
+      if (n == 0 || n > MKTRACE_ARGS_PER_RECORD)
+        c.fail(at, "record " + std::to_string(records) + ": " + std::to_string(n) + " argument values (1 to 15) (corrupted)");
+      if (pending_args.size() + n > MKTRACE_MAX_ARGS)
+        c.fail(at, "record " + std::to_string(records) + ": more than " + std::to_string(MKTRACE_MAX_ARGS) + " argument values after one call (corrupted)");
+      const unsigned char* p = c.take(expected_bytes - 4, "arguments");
+      for (std::uint16_t i = 0; i < n; ++i) {
+        std::uint32_t v = 0;
+        for (unsigned b = 0; b < 4; ++b) v |= std::uint32_t{p[4 * i + b]} << (8 * b);
+        pending_args.push_back(static_cast<std::int32_t>(v));
+      }
+      ++records;
+      continue;
+    }
+    finish_args();
+    args_call_at = at;
     Event e;
     e.kind = static_cast<Kind>(code);
     e.flags = static_cast<std::uint16_t>(c.u(2, "flags"));
     if ((e.flags & ~std::uint16_t{MKTRACE_POSTED_ANY_SOURCE | MKTRACE_POSTED_ANY_TAG}) != 0)
-      c.fail(at + 2, "record " + std::to_string(t.events.size()) + ": unknown flags " + std::to_string(e.flags) + " (corrupted)");
+      c.fail(at + 2, "record " + std::to_string(records) + ": unknown flags " + std::to_string(e.flags) + " (corrupted)");
     e.peer = static_cast<std::int32_t>(c.u32("peer"));
     e.t_enter = c.f64("t_enter");
     e.t_exit = c.f64("t_exit");
@@ -320,13 +491,14 @@ RankTrace read_rank_file(const std::string& path) {
     if (version != 2) {
       e.cpu_gap = c.f64("cpu_gap");
       if (!(e.cpu_gap >= 0 || e.cpu_gap == -1.0) || !std::isfinite(e.cpu_gap))
-        c.fail(at, "record " + std::to_string(t.events.size()) + " (" + std::string(kind_name(e.kind)) +
+        c.fail(at, "record " + std::to_string(records) + " (" + std::string(kind_name(e.kind)) +
                        "): impossible CPU time " + std::to_string(e.cpu_gap) + " (corrupted)");
     }
     if (!std::isfinite(e.t_enter) || !std::isfinite(e.t_exit) || e.t_exit < e.t_enter || e.bytes < 0)
-      c.fail(at, "record " + std::to_string(t.events.size()) + " (" + std::string(kind_name(e.kind)) +
+      c.fail(at, "record " + std::to_string(records) + " (" + std::string(kind_name(e.kind)) +
                      "): impossible times or size (corrupted)");
     t.events.push_back(e);
+    record_of.push_back(records++);
   }
 }
 

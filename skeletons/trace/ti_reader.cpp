@@ -2,7 +2,9 @@
 // file per rank, one action per line ("<rank> <action> <fields>"), listed by an index file.
 #include "skeletons/trace/ti_reader.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
@@ -90,9 +92,31 @@ struct Line {
   }
 };
 
+// A request started by an isend/irecv (event: its index), or a non-blocking collective (event: none), that no
+// wait has completed yet.
 struct Pending {
-  std::uint32_t request;
-  std::size_t event;  // index of the isend/irecv event
+  std::uint32_t request = 0;
+  std::size_t event = 0;
+  bool collective = false;
+  std::string key;  // "src dst tag" as waits and tests name it (point-to-point)
+};
+
+// What a rank file says that cannot be represented exactly, by kind: counts and the first line, for
+// Run::warnings (the reader says what it approximated instead of dropping it).
+struct Losses {
+  struct Loss {
+    long count = 0;
+    long first_line = 0;
+    std::string what;
+  };
+  std::map<std::string, Loss> by_kind;
+  void add(const std::string& kind, long line, const std::string& what) {
+    Loss& l = by_kind[kind];
+    if (l.count++ == 0) {
+      l.first_line = line;
+      l.what = what;
+    }
+  }
 };
 
 // TI traces have no call sites; a call's site is its call point instead (README.md): one frame named
@@ -121,7 +145,17 @@ void assign_call_points(RankTrace& t) {
   }
 }
 
-RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops) {
+// SMPI 3.32's names of the blocking collectives, as their non-blocking forms are named without the "i".
+bool is_ti_collective(const std::string& a) {
+  static const char* names[] = {"barrier", "bcast",     "reduce",     "allreduce",  "gather",        "scatter", "allgather",
+                                "alltoall", "gatherv",  "scatterv",   "allgatherv", "alltoallv",     "reducescatter",
+                                "scan",     "exscan"};
+  for (const char* n : names)
+    if (a == n) return true;
+  return false;
+}
+
+RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops, Losses& losses) {
   std::ifstream in(path);
   if (!in) throw TraceError(path, TraceError::NO_OFFSET, "rank " + std::to_string(rank) + " of " + std::to_string(P) + ": trace file missing or unreadable");
   RankTrace t;
@@ -129,10 +163,29 @@ RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops) 
   t.rank = rank;
   t.world_size = P;
   t.status = Status::INCOMPLETE;
+  // the whole file first: tests are resolved by looking ahead (TI does not say whether they completed)
+  std::vector<Line> lines;
+  {
+    std::string text;
+    long number = 0;
+    while (std::getline(in, text)) {
+      ++number;
+      Line l{path, number, {}};
+      std::istringstream words(text);
+      for (std::string w; words >> w;) l.tok.push_back(w);
+      if (l.tok.size() < 2) l.fail(l.tok.empty() ? "empty line" : "no action after the rank");
+      const std::string& r = l.tok[0];
+      int v = -1;
+      auto [end, ec] = std::from_chars(r.data(), r.data() + r.size(), v);
+      if (ec != std::errc{} || end != r.data() + r.size()) l.fail("rank field is not an integer: '" + r + "'");
+      if (v != rank) l.fail("line of rank " + r + " in the file of rank " + std::to_string(rank));
+      lines.push_back(std::move(l));
+    }
+    if (in.bad()) throw TraceError(path, TraceError::NO_OFFSET, "read error after line " + std::to_string(number));
+  }
   std::deque<Pending> pending;
   std::uint32_t next_request = 1;
-  std::string text;
-  long number = 0;
+  double gap_flops = 0, gap_sleep = -1;  // computation and sleeps since the last event
   auto push = [&](Kind kind, std::int32_t peer = NO_RANK, std::int32_t tag = NO_RANK, std::int64_t bytes = 0,
                   std::int32_t root = NO_RANK) {
     Event e;
@@ -141,10 +194,15 @@ RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops) 
     e.tag = tag;
     e.bytes = bytes;
     e.root = root;
+    e.gap_flops = gap_flops;
+    e.cpu_gap = gap_sleep;  // the seconds of `sleep` actions since the last event (-1: none)
+    gap_flops = 0;
+    gap_sleep = -1;
     t.events.push_back(e);
     return t.events.size() - 1;
   };
   auto complete = [&](const Pending& p) {
+    if (p.collective) return false;
     const Event req = t.events[p.event];
     Event c;
     c.kind = Kind::COMPLETE;
@@ -154,22 +212,39 @@ RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops) 
     c.root = req.kind == Kind::IRECV ? 1 : 0;
     c.request = p.request;
     t.events.push_back(c);
+    return true;
   };
-  while (std::getline(in, text)) {
-    ++number;
-    Line l{path, number, {}};
-    std::istringstream words(text);
-    for (std::string w; words >> w;) l.tok.push_back(w);
-    if (l.tok.size() < 2) l.fail(l.tok.empty() ? "empty line" : "no action after the rank");
-    {
-      const std::string& r = l.tok[0];
-      int v = -1;
-      auto [end, ec] = std::from_chars(r.data(), r.data() + r.size(), v);
-      if (ec != std::errc{} || end != r.data() + r.size()) l.fail("rank field is not an integer: '" + r + "'");
-      if (v != rank) l.fail("line of rank " + r + " in the file of rank " + std::to_string(rank));
+  auto key_of = [&](std::int32_t src, std::int32_t dst, std::int32_t tag) {
+    return std::to_string(src) + " " + std::to_string(dst) + " " + std::to_string(tag);
+  };
+  // Whether a later line names the request `key` (a wait or test of it) before a new request takes the key:
+  // then the test at line i did not complete it.
+  auto named_later = [&](std::size_t i, const std::string& key) {
+    for (std::size_t j = i + 1; j < lines.size(); ++j) {
+      const Line& l = lines[j];
+      const std::string& a = l.tok[1];
+      if ((a == "wait" || a == "test") && l.fields() == 3 && l.tok[2] + " " + l.tok[3] + " " + l.tok[4] == key) return true;
+      if ((a == "isend" || a == "irecv" || a == "ISsend" || a == "issend" || a == "ibsend") && l.fields() == 4) {
+        const bool recv = a == "irecv";
+        const std::string src = recv ? l.tok[2] : std::to_string(rank), dst = recv ? std::to_string(rank) : l.tok[2];
+        if (src + " " + dst + " " + l.tok[3] == key) return false;
+      }
     }
+    return false;
+  };
+  // The oldest pending point-to-point request that no later wait or test names (waitany, testany).
+  auto oldest_unnamed = [&](std::size_t i) {
+    for (auto it = pending.begin(); it != pending.end(); ++it)
+      if (!it->collective && !named_later(i, it->key)) return it;
+    for (auto it = pending.begin(); it != pending.end(); ++it)
+      if (!it->collective) return it;
+    return pending.end();
+  };
+
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const Line& l = lines[i];
     if (t.status == Status::FINALIZED) l.fail("action '" + l.tok[1] + "' after finalize");
-    const std::string& a = l.tok[1];
+    std::string a = l.tok[1];
     if (a == "init") {
       l.expect_fields(0, "none");
       push(Kind::INIT);
@@ -180,28 +255,55 @@ RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops) 
     } else if (a == "compute") {
       l.expect_fields(1, "flops");
       const double f = l.real(0);
-      if (!(f >= 0)) l.fail("negative or invalid flops");
+      if (!(f >= 0) || !std::isfinite(f)) l.fail("negative or invalid flops");
       flops += f;
-    } else if (a == "send" || a == "ssend" || a == "recv" || a == "isend" || a == "issend" || a == "irecv") {
+      gap_flops += f;
+    } else if (a == "sleep") {
+      l.expect_fields(1, "seconds");
+      const double sec = l.real(0);
+      if (!(sec >= 0) || !std::isfinite(sec)) l.fail("negative or invalid seconds");
+      gap_sleep = std::max(gap_sleep, 0.0) + sec;
+    } else if (a == "send" || a == "ssend" || a == "Ssend" || a == "bsend" || a == "recv" || a == "isend" ||
+               a == "issend" || a == "ISsend" || a == "ibsend" || a == "irecv") {
       l.expect_fields(4, "peer tag count datatype");
-      const Kind k = a == "send" ? Kind::SEND : a == "ssend" ? Kind::SSEND : a == "recv" ? Kind::RECV
-                   : a == "isend" ? Kind::ISEND : a == "issend" ? Kind::ISSEND : Kind::IRECV;
+      const Kind k = a == "send" ? Kind::SEND : (a == "ssend" || a == "Ssend") ? Kind::SSEND : a == "bsend" ? Kind::BSEND
+                   : a == "recv" ? Kind::RECV : (a == "isend" || a == "ibsend") ? Kind::ISEND
+                   : (a == "issend" || a == "ISsend") ? Kind::ISSEND : Kind::IRECV;
       const bool recv = k == Kind::RECV || k == Kind::IRECV;
       const std::int32_t peer = recv ? l.source_field(0, P) : l.rank_field(0, P);
-      const std::size_t i = push(k, peer, l.tag_field(1), l.product(l.count(2), l.type_size(3)));
+      const std::int32_t tag = l.tag_field(1);
+      const std::size_t e = push(k, peer, tag, l.product(l.count(2), l.type_size(3)));
       if (k == Kind::ISEND || k == Kind::ISSEND || k == Kind::IRECV) {
-        t.events[i].request = next_request;
-        pending.push_back({next_request++, i});
+        t.events[e].request = next_request;
+        const std::int32_t src = recv ? (peer == ANY ? static_cast<std::int32_t>(SMPI_ANY_SOURCE) : peer) : rank;
+        pending.push_back({next_request++, e, false, key_of(src, recv ? rank : peer, tag)});
       }
+    } else if (a == "sendRecv" || a == "sendrecv") {
+      // SMPI 3.32: sendcount dst recvcount src sendtype recvtype; no tags (read as 0)
+      l.expect_fields(6, "sendcount destination recvcount source sendtype recvtype");
+      const std::int32_t dst = l.rank_field(1, P), src = l.source_field(3, P);
+      push(Kind::SENDRECV, dst, 0, l.product(l.count(0), l.type_size(4)));
+      Event c;
+      c.kind = Kind::COMPLETE;
+      c.peer = src;
+      c.tag = 0;
+      c.bytes = l.product(l.count(2), l.type_size(5));
+      c.root = 1;
+      if (src == ANY) c.flags = MKTRACE_POSTED_ANY_SOURCE;
+      t.events.push_back(c);
+      losses.add("sendRecv", l.number, "SMPI writes MPI_Sendrecv without its tags: read with tag 0 on both halves");
     } else if (a == "wait") {
       l.expect_fields(3, "source destination tag");
-      const std::int32_t src = l.source_field(0, P), dst = l.rank_field(1, P), tag = l.tag_field(2);
-      auto it = pending.begin();
-      for (; it != pending.end(); ++it) {
-        const Event& r = t.events[it->event];
-        const bool recv = r.kind == Kind::IRECV;
-        if (r.tag == tag && (recv ? r.peer == src && rank == dst : rank == src && r.peer == dst)) break;
+      const std::int64_t tag64 = l.integer(2);
+      if (tag64 < 0) {  // a non-blocking collective's request (SMPI's internal tags are negative)
+        auto it = std::find_if(pending.begin(), pending.end(), [](const Pending& p) { return p.collective; });
+        if (it == pending.end()) l.fail("wait with tag " + std::to_string(tag64) + " (a non-blocking collective's) but none is pending");
+        pending.erase(it);
+        continue;  // the collective was read as blocking where it started
       }
+      const std::int32_t src = l.source_field(0, P), dst = l.rank_field(1, P), tag = l.tag_field(2);
+      const std::string key = key_of(src == ANY ? static_cast<std::int32_t>(SMPI_ANY_SOURCE) : src, dst, tag);
+      auto it = std::find_if(pending.begin(), pending.end(), [&](const Pending& p) { return !p.collective && p.key == key; });
       if (it == pending.end())
         l.fail("wait for no pending request (source " + std::to_string(src) + ", destination " + std::to_string(dst) +
                ", tag " + std::to_string(tag) + ")");
@@ -209,80 +311,154 @@ RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops) 
       pending.erase(it);
       push(Kind::WAIT, NO_RANK, NO_RANK, 0, 1);
       complete(p);
+    } else if (a == "test") {
+      l.expect_fields(3, "source destination tag");
+      const std::int32_t src = l.source_field(0, P), dst = l.rank_field(1, P), tag = l.tag_field(2);
+      const std::string key = key_of(src == ANY ? static_cast<std::int32_t>(SMPI_ANY_SOURCE) : src, dst, tag);
+      auto it = std::find_if(pending.begin(), pending.end(), [&](const Pending& p) { return !p.collective && p.key == key; });
+      if (it == pending.end())
+        l.fail("test of no pending request (source " + std::to_string(src) + ", destination " + std::to_string(dst) +
+               ", tag " + std::to_string(tag) + ")");
+      // TI does not say whether it completed: it did unless a later wait or test names the request
+      const bool done = !named_later(i, key);
+      push(Kind::TEST, NO_RANK, NO_RANK, 0, done ? 1 : 0);
+      if (done) {
+        const Pending p = *it;
+        pending.erase(it);
+        complete(p);
+      }
     } else if (a == "waitall") {
       l.expect_fields(1, "count");
       const auto n = static_cast<std::size_t>(std::min<std::int64_t>(l.count(0), static_cast<std::int64_t>(pending.size())));
-      push(Kind::WAITALL, NO_RANK, NO_RANK, 0, static_cast<std::int32_t>(n));
+      const std::size_t at = push(Kind::WAITALL);
+      std::int32_t done = 0;
       for (std::size_t j = 0; j < n; ++j) {
-        complete(pending.front());
+        done += complete(pending.front());
         pending.pop_front();
       }
-    } else if (a == "barrier") {
+      t.events[at].root = done;
+    } else if (a == "waitAny" || a == "waitany") {
+      l.expect_fields(1, "count");
+      l.count(0);
+      auto it = oldest_unnamed(i);
+      push(Kind::WAITANY, NO_RANK, NO_RANK, 0, it == pending.end() ? 0 : 1);
+      if (it != pending.end()) {
+        const Pending p = *it;
+        pending.erase(it);
+        complete(p);
+      }
+      losses.add("waitAny", l.number, "TI does not say which request a waitAny completed: the oldest pending one no later wait names");
+    } else if (a == "testall" || a == "testany" || a == "testsome") {
       l.expect_fields(0, "none");
-      push(Kind::BARRIER);
-    } else if (a == "bcast") {
-      l.expect_fields(3, "count root datatype");
-      const std::int64_t b = l.product(l.count(0), l.type_size(2));
-      push(Kind::BCAST, NO_RANK, NO_RANK, b, l.rank_field(1, P));
-    } else if (a == "reduce") {
-      l.expect_fields(4, "count op-flops root datatype");
-      l.real(1);
-      const std::int64_t b = l.product(l.count(0), l.type_size(3));
-      push(Kind::REDUCE, NO_RANK, NO_RANK, b, l.rank_field(2, P));
-    } else if (a == "allreduce") {
-      l.expect_fields(3, "count op-flops datatype");
-      l.real(1);
-      push(Kind::ALLREDUCE, NO_RANK, NO_RANK, l.product(l.count(0), l.type_size(2)));
-    } else if (a == "gather" || a == "scatter") {
-      l.expect_fields(5, "sendcount recvcount root sendtype recvtype");
-      const std::int64_t send = l.product(l.count(0), l.type_size(3)), recv = l.product(l.count(1), l.type_size(4));
-      const bool g = a == "gather";
-      push(g ? Kind::GATHER : Kind::SCATTER, NO_RANK, NO_RANK, g ? send : recv, l.rank_field(2, P));
-    } else if (a == "allgather" || a == "alltoall") {
-      l.expect_fields(4, "sendcount recvcount sendtype recvtype");
-      l.count(1);
-      l.type_size(3);
-      const std::int64_t send = l.product(l.count(0), l.type_size(2));
-      push(a == "allgather" ? Kind::ALLGATHER : Kind::ALLTOALL, NO_RANK, NO_RANK, a == "allgather" ? send : l.product(send, P));
-    } else if (a == "gatherv" || a == "allgatherv") {
-      const bool g = a == "gatherv";
-      const std::size_t n = static_cast<std::size_t>(P);
-      l.expect_fields(n + (g ? 4 : 3), g ? "sendcount P recvcounts root sendtype recvtype"
-                                         : "sendcount P recvcounts sendtype recvtype");
-      for (std::size_t j = 0; j < n; ++j) l.count(1 + j);
-      const std::int32_t root = g ? l.rank_field(n + 1, P) : NO_RANK;
-      const std::size_t types = n + (g ? 2 : 1);
-      l.type_size(types + 1);
-      push(g ? Kind::GATHERV : Kind::ALLGATHERV, NO_RANK, NO_RANK, l.product(l.count(0), l.type_size(types)), root);
-    } else if (a == "scatterv") {
-      const std::size_t n = static_cast<std::size_t>(P);
-      l.expect_fields(n + 4, "P sendcounts recvcount root sendtype recvtype");
-      std::int64_t sum = 0;
-      for (std::size_t j = 0; j < n; ++j) sum = l.sum(sum, l.count(j));
-      const std::int32_t root = l.rank_field(n + 1, P);
-      const std::int64_t st = l.type_size(n + 2), rt = l.type_size(n + 3);
-      push(Kind::SCATTERV, NO_RANK, NO_RANK, root == rank ? l.product(sum, st) : l.product(l.count(n), rt), root);
-    } else if (a == "alltoallv") {
-      const std::size_t n = static_cast<std::size_t>(P);
-      l.expect_fields(2 * n + 4, "sendtotal P sendcounts recvtotal P recvcounts sendtype recvtype");
-      std::int64_t sum = 0;
-      for (std::size_t j = 0; j < n; ++j) sum = l.sum(sum, l.count(1 + j));
-      for (std::size_t j = 0; j < n + 1; ++j) l.count(n + 1 + j);
-      if (sum != l.count(0)) l.fail("send total " + l.tok[2] + " is not the sum of the sendcounts, " + std::to_string(sum));
-      l.type_size(2 * n + 3);
-      push(Kind::ALLTOALLV, NO_RANK, NO_RANK, l.product(sum, l.type_size(2 * n + 2)));
-    } else if (a == "reducescatter") {
-      const std::size_t n = static_cast<std::size_t>(P);
-      l.expect_fields(n + 2, "P recvcounts op-flops datatype");
-      std::int64_t sum = 0;
-      for (std::size_t j = 0; j < n; ++j) sum = l.sum(sum, l.count(j));
-      l.real(n);
-      push(Kind::REDUCE_SCATTER, NO_RANK, NO_RANK, l.product(sum, l.type_size(n + 1)));
+      const Kind k = a == "testall" ? Kind::TESTALL : a == "testany" ? Kind::TESTANY : Kind::TESTSOME;
+      // Polling: a run of consecutive tests of one kind completes every pending request no later wait or test
+      // names (the program polls until they are done), one per line for testany (the last lines of the run, the
+      // last one taking what is left), all at the run's last line for testall and testsome.
+      std::size_t left_in_run = 0;  // lines of the run after this one
+      while (i + 1 + left_in_run < lines.size() && lines[i + 1 + left_in_run].tok[1] == a) ++left_in_run;
+      std::vector<std::deque<Pending>::iterator> open;
+      for (auto it = pending.begin(); it != pending.end(); ++it)
+        if (!it->collective && !named_later(i, it->key)) open.push_back(it);
+      std::size_t take = 0;
+      if (left_in_run == 0) take = open.size();
+      else if (k == Kind::TESTANY && open.size() > left_in_run) take = 1;
+      const std::size_t at = push(k);
+      std::vector<Pending> done;
+      for (std::size_t j = 0; j < take; ++j) done.push_back(*open[j]);
+      for (std::size_t j = take; j-- > 0;) pending.erase(open[j]);
+      for (const Pending& p : done) complete(p);
+      t.events[at].root = static_cast<std::int32_t>(done.size());
+      losses.add(a, l.number, "TI does not say which requests a " + a + " completed: a run of them completes every "
+                                  "pending request no later wait names (" +
+                                  (k == Kind::TESTANY ? std::string("one per line, at the end of the run") : std::string("at its last line")) + ")");
+    } else if (a == "Start" || a == "Startall") {
+      l.fail("'" + a + "': persistent requests (MPI_Start, MPI_Startall) are not supported (SMPI writes no source for a "
+             "persistent receive, nothing at all for Startall); the binary tracer does not record them either");
     } else {
-      l.fail("unknown action '" + a + "'");
+      bool nonblocking = false;
+      if (a.size() > 1 && a[0] == 'i' && is_ti_collective(a.substr(1))) {  // ibcast ... read as bcast where it starts
+        losses.add(a, l.number, "a non-blocking collective is read as its blocking form where it starts (its wait "
+                                "drops): its overlap with computation is lost");
+        a = a.substr(1);
+        nonblocking = true;
+      }
+      if (a == "barrier") {
+        l.expect_fields(0, "none");
+        push(Kind::BARRIER);
+      } else if (a == "bcast") {
+        l.expect_fields(3, "count root datatype");
+        const std::int64_t b = l.product(l.count(0), l.type_size(2));
+        push(Kind::BCAST, NO_RANK, NO_RANK, b, l.rank_field(1, P));
+      } else if (a == "reduce") {
+        l.expect_fields(4, "count op-flops root datatype");
+        l.real(1);
+        const std::int64_t b = l.product(l.count(0), l.type_size(3));
+        push(Kind::REDUCE, NO_RANK, NO_RANK, b, l.rank_field(2, P));
+      } else if (a == "allreduce" || a == "scan" || a == "exscan") {
+        l.expect_fields(3, "count op-flops datatype");
+        l.real(1);
+        push(a == "allreduce" ? Kind::ALLREDUCE : a == "scan" ? Kind::SCAN : Kind::EXSCAN, NO_RANK, NO_RANK,
+             l.product(l.count(0), l.type_size(2)));
+      } else if (a == "gather" || a == "scatter") {
+        l.expect_fields(5, "sendcount recvcount root sendtype recvtype");
+        const std::int64_t send = l.product(l.count(0), l.type_size(3)), recv = l.product(l.count(1), l.type_size(4));
+        const bool g = a == "gather";
+        push(g ? Kind::GATHER : Kind::SCATTER, NO_RANK, NO_RANK, g ? send : recv, l.rank_field(2, P));
+      } else if (a == "allgather" || a == "alltoall") {
+        l.expect_fields(4, "sendcount recvcount sendtype recvtype");
+        l.count(1);
+        l.type_size(3);
+        const std::int64_t send = l.product(l.count(0), l.type_size(2));
+        push(a == "allgather" ? Kind::ALLGATHER : Kind::ALLTOALL, NO_RANK, NO_RANK, a == "allgather" ? send : l.product(send, P));
+      } else if (a == "gatherv" || a == "allgatherv") {
+        const bool g = a == "gatherv";
+        const std::size_t n = static_cast<std::size_t>(P);
+        l.expect_fields(n + (g ? 4 : 3), g ? "sendcount P recvcounts root sendtype recvtype"
+                                           : "sendcount P recvcounts sendtype recvtype");
+        for (std::size_t j = 0; j < n; ++j) l.count(1 + j);
+        const std::int32_t root = g ? l.rank_field(n + 1, P) : NO_RANK;
+        const std::size_t types = n + (g ? 2 : 1);
+        l.type_size(types + 1);
+        push(g ? Kind::GATHERV : Kind::ALLGATHERV, NO_RANK, NO_RANK, l.product(l.count(0), l.type_size(types)), root);
+      } else if (a == "scatterv") {
+        const std::size_t n = static_cast<std::size_t>(P);
+        l.expect_fields(n + 4, "P sendcounts recvcount root sendtype recvtype");
+        std::int64_t sum = 0;
+        for (std::size_t j = 0; j < n; ++j) sum = l.sum(sum, l.count(j));
+        const std::int32_t root = l.rank_field(n + 1, P);
+        const std::int64_t st = l.type_size(n + 2), rt = l.type_size(n + 3);
+        push(Kind::SCATTERV, NO_RANK, NO_RANK, root == rank ? l.product(sum, st) : l.product(l.count(n), rt), root);
+      } else if (a == "alltoallv") {
+        const std::size_t n = static_cast<std::size_t>(P);
+        l.expect_fields(2 * n + 4, "sendtotal P sendcounts recvtotal P recvcounts sendtype recvtype");
+        std::int64_t sum = 0;
+        for (std::size_t j = 0; j < n; ++j) sum = l.sum(sum, l.count(1 + j));
+        for (std::size_t j = 0; j < n + 1; ++j) l.count(n + 1 + j);
+        if (sum != l.count(0)) l.fail("send total " + l.tok[2] + " is not the sum of the sendcounts, " + std::to_string(sum));
+        l.type_size(2 * n + 3);
+        push(Kind::ALLTOALLV, NO_RANK, NO_RANK, l.product(sum, l.type_size(2 * n + 2)));
+      } else if (a == "reducescatter") {
+        const std::size_t n = static_cast<std::size_t>(P);
+        if (l.fields() == 3 && n != 1) {  // SMPI 3.32's MPI_Reduce_scatter_block: "0 0 0", no counts
+          for (std::size_t j = 0; j < 3; ++j) l.count(j);
+          push(Kind::REDUCE_SCATTER);
+          losses.add("reducescatter", l.number, "3 fields instead of P counts, op-flops, datatype (SMPI 3.32 writes "
+                                                "MPI_Reduce_scatter_block so): read with 0 bytes, its size is lost");
+        } else {
+          l.expect_fields(n + 2, "P recvcounts op-flops datatype");
+          std::int64_t sum = 0;
+          for (std::size_t j = 0; j < n; ++j) sum = l.sum(sum, l.count(j));
+          l.real(n);
+          push(Kind::REDUCE_SCATTER, NO_RANK, NO_RANK, l.product(sum, l.type_size(n + 1)));
+        }
+      } else {
+        l.fail("unknown action '" + l.tok[1] + "'");
+      }
+      if (nonblocking) pending.push_back({0, t.events.size() - 1, true, ""});
     }
   }
-  if (in.bad()) throw TraceError(path, TraceError::NO_OFFSET, "read error after line " + std::to_string(number));
+  if (gap_flops > 0 || gap_sleep >= 0)  // computation after the last action (a file that ends without finalize)
+    losses.add("compute", lines.empty() ? 0 : lines.back().number, "computation after the last MPI call of an incomplete rank file is left out");
   assign_call_points(t);
   return t;
 }
@@ -323,12 +499,21 @@ Run read_ti_run(const std::string& index, std::vector<double>* compute_flops) {
   run.dir = index;
   run.P = static_cast<int>(files.size());
   std::vector<double> flops(files.size(), 0.0);
+  std::map<std::string, std::pair<long, std::string>> lost;  // kind -> (count over ranks, first occurrence)
   for (std::size_t r = 0; r < files.size(); ++r) {
-    run.ranks.push_back(read_ti_rank(files[r], static_cast<int>(r), run.P, flops[r]));
+    Losses losses;
+    run.ranks.push_back(read_ti_rank(files[r], static_cast<int>(r), run.P, flops[r], losses));
     if (run.ranks.back().status != Status::FINALIZED)
       run.problems.push_back(files[r] + ": rank " + std::to_string(r) + ": incomplete: no finalize (" +
                              std::to_string(run.ranks.back().events.size()) + " events)");
+    for (const auto& [kind, l] : losses.by_kind) {
+      auto& [count, first] = lost[kind];
+      if (count == 0) first = files[r] + ": line " + std::to_string(l.first_line) + ": '" + kind + "': " + l.what;
+      count += l.count;
+    }
   }
+  for (const auto& [kind, l] : lost)
+    run.warnings.push_back(l.second + " (" + std::to_string(l.first) + " such line(s) in the run)");
   if (compute_flops) *compute_flops = std::move(flops);
   return run;
 }

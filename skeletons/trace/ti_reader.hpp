@@ -13,10 +13,11 @@ namespace mksim::trace {
 /** @brief Read a time-independent trace: `index` is the file given to smpirun with
  *  --cfg=tracing/filename (one rank file per line, rank 0 first; relative paths are relative to the
  *  index file's directory). Every line is checked (rank, action, field count, numbers); any problem throws
- *  TraceError naming the file and line. Times are 0 (TI traces have none), communicators 0, and a call's site
- *  is its call point (MPI function, communicator, tag as posted; README.md), described as "MPI_Isend tag 1 comm 0".
- *  If `compute_flops` is given it receives, per rank, the sum of the `compute` actions (flops), which the
- *  event model has no kind for. */
+ *  TraceError naming the file and line, and what can only be approximated is counted in Run::warnings (README.md).
+ *  Times are 0 (TI traces have none), communicators 0, and a call's site is its call point (MPI function,
+ *  communicator, tag as posted; README.md), described as "MPI_Isend tag 1 comm 0". `compute` actions become
+ *  the next event's gap_flops, `sleep` actions its cpu_gap (seconds). If `compute_flops` is given it receives,
+ *  per rank, the sum of the `compute` actions (flops). */
 Run read_ti_run(const std::string& index, std::vector<double>* compute_flops = nullptr);
 
 /** @brief Size in bytes of an SMPI 3.32 predefined datatype id as written in TI traces (0 = MPI_DOUBLE,

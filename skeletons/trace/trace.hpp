@@ -1,4 +1,4 @@
-// The event model of a traced MPI run (format v2, skeletons/trace/README.md): plain values, parsed once
+// The event model of a traced MPI run (format v4, skeletons/trace/README.md): plain values, parsed once
 // by the reader; nothing downstream sees bytes or strings of the file.
 #pragma once
 
@@ -31,6 +31,10 @@ bool is_send(Kind kind);
 bool is_collective(Kind kind);
 /** @brief Structure annotations of mktrace.h (region/loop begin, iteration, end): not MPI calls. */
 bool is_annotation(Kind kind);
+/** @brief Communicator and topology calls whose arguments format v4 records (CommArgs). */
+bool takes_args(Kind kind);
+/** @brief Calls that make a communicator (dup, split, Cartesian, sub, create, graphs): root = its id. */
+bool creates_comm(Kind kind);
 
 /** @brief Peer/tag/root values that are not ranks or tags. */
 inline constexpr std::int32_t NO_RANK = MKTRACE_NONE;
@@ -51,9 +55,13 @@ struct Event {
   std::uint32_t request = 0;  ///< request id (0 = none), ties an isend/irecv to its COMPLETE record
   std::uint64_t site = 0;     ///< call-site hash, key of RankTrace::sites
   std::uint16_t flags = 0;    ///< MKTRACE_POSTED_ANY_SOURCE / _TAG: the wildcards a receive was posted with
+  std::uint32_t args = 0;     ///< 1 + index into RankTrace::args for a call with recorded arguments (format v4), 0 none
   /// Thread CPU seconds between the previous record's exit and this record's entry (format v3, traced with
   /// MKTRACE_CPU_TIME=1); -1 when not measured. The gap's wall time includes time spent waiting for a core.
   double cpu_gap = -1;
+  /// Flops of the explicit computation between the previous record and this one: SimGrid TI `compute` actions
+  /// (0 in binary and OTF2 traces, whose computation is the gaps' time).
+  double gap_flops = 0;
 
   /** @brief The compute before this record, after a record that exited at prev_exit: its CPU time when the
    *  tracer measured it, else the wall-clock gap. */
@@ -61,6 +69,29 @@ struct Event {
 
   bool posted_any_source() const { return (flags & MKTRACE_POSTED_ANY_SOURCE) != 0; }
   bool posted_any_tag() const { return (flags & MKTRACE_POSTED_ANY_TAG) != 0; }
+};
+
+/** @brief What a communicator or topology call was given and returned (format v4: the ARGS records after the
+ *  call; OTF2: the communicator definitions). Ranks are MPI_COMM_WORLD ranks (PROC_NULL for MPI_PROC_NULL)
+ *  except where said. Which fields a kind fills: README.md, "Arguments". */
+struct CommArgs {
+  std::int32_t new_rank = NO_RANK;   ///< creations: this rank's rank in the new communicator, -1 for MPI_COMM_NULL
+  std::int32_t new_size = 0;         ///< creations: its size (0 for MPI_COMM_NULL)
+  std::int32_t color = NO_RANK;      ///< COMM_SPLIT: the colour, -1 for MPI_UNDEFINED
+  std::int32_t key = 0;              ///< COMM_SPLIT
+  std::int32_t nnodes = 0;           ///< DIMS_CREATE, GRAPH_CREATE: the number of nodes; DIST_GRAPH_CREATE: n
+  std::vector<std::int32_t> dims_in; ///< DIMS_CREATE: the dims as passed (0: free)
+  std::vector<std::int32_t> dims;    ///< DIMS_CREATE: the dims returned; CART_CREATE: the grid
+  std::vector<bool> periods;         ///< CART_CREATE
+  std::vector<bool> remain;          ///< CART_SUB: the dimensions kept
+  bool reorder = false;              ///< CART_CREATE, GRAPH_CREATE, DIST_GRAPH_*
+  std::int32_t direction = 0, disp = 0;          ///< CART_SHIFT
+  std::int32_t source = NO_RANK, dest = NO_RANK; ///< CART_SHIFT: world ranks or PROC_NULL
+  std::vector<std::int32_t> members;  ///< COMM_CREATE(_GROUP): the group's world ranks in its order (OTF2: any creation)
+  std::int32_t tag = NO_RANK;         ///< COMM_CREATE_GROUP
+  std::vector<std::int32_t> index, edges;  ///< GRAPH_CREATE, as passed (node numbers: ranks of the parent)
+  std::vector<std::int32_t> sources, destinations;  ///< DIST_GRAPH_CREATE(_ADJACENT): world ranks
+  std::vector<std::int32_t> degrees;  ///< DIST_GRAPH_CREATE
 };
 
 /** @brief How a rank's trace ended. */
@@ -100,6 +131,10 @@ struct RankTrace {
   std::map<std::uint64_t, CallSite> sites;
   /// annotation names (mktrace.h); an annotation record's tag indexes this (empty for incomplete ranks)
   std::vector<std::string> names;
+  /// arguments of communicator and topology calls (format v4), indexed by Event::args - 1
+  std::vector<CommArgs> args;
+  /** @brief The arguments of an event, nullptr when none were recorded. */
+  const CommArgs* args_of(const Event& e) const { return e.args ? &args.at(e.args - 1) : nullptr; }
 };
 
 /** @brief A traced run: run.json and every rank's trace, rank i at ranks[i]. */
@@ -112,6 +147,9 @@ struct Run {
   int exit_code = 0;                          ///< mpirun's
   std::vector<RankTrace> ranks;
   std::vector<std::string> problems;  ///< one message per rank that did not end at MPI_Finalize
+  /// what an importer could not represent and left out or approximated, one line per kind with its count and
+  /// where it was (SimGrid TI traces: non-blocking collectives read as blocking, ...); empty for binary traces
+  std::vector<std::string> warnings;
   /** @brief Every rank reached MPI_Finalize with a valid footer. */
   bool complete() const { return problems.empty(); }
 };
