@@ -6,6 +6,7 @@
 #include "skeletons/rank_rng.hpp"
 
 #include "sim/engine/collectives.hpp"
+#include "sim/engine/phase_patterns.hpp"
 #include "sim/engine/platform.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/skeleton_io.hpp"
@@ -57,6 +58,7 @@ struct Request {
   double match_time = 0; // when the partner arrived (the transfer started)
   int matched_peer = -1; // for receives: the sender of the message matched (diagnosis: who was waited for)
   bool launching = false; // a rank is posting this send's transfer
+  bool figured = false;   // its cost is a per-pattern figure (post_send): the transfer carries no bytes, only latency
   sg4::Mailbox* box = nullptr;  // private mailbox of this transfer (from a pool), while it runs
   void* landing = nullptr;      // where SimGrid "copies" the payload pointer at the receiver
   std::shared_ptr<Request> matched_recv;  // for sends: the receive that matched it
@@ -631,7 +633,7 @@ class ReplayContext final : public P2PLayer {
 
   /** @brief Posts one side of a send's transfer on its mailbox from the calling actor. */
   sg4::CommPtr post_side(const ReqPtr& send, bool put) {
-    sg4::CommPtr c = put ? send->box->put_async(send.get(), static_cast<std::uint64_t>(send->size))
+    sg4::CommPtr c = put ? send->box->put_async(send.get(), send->figured ? 0 : static_cast<std::uint64_t>(send->size))
                          : send->box->get_async<void>(&send->landing);
     const void* key = c->get_impl();
     if (finished_early_.erase(key)) finish_transfer(key, *send);
@@ -720,10 +722,13 @@ class ReplayContext final : public P2PLayer {
     check_abort();
     RankState& rs = ranks_[me];
     rs.ahead += m_.send_overhead_s;
+    // Per-pattern figures (seed 001 table 2), when the platform has them and the block's phase has a pattern
+    // (found before the run): the message costs rho + beta*D in all; they replace the per-regime figures.
+    const int pattern = ctx == 0 && block >= 0 && !block_pattern_.empty() ? block_pattern_[static_cast<std::size_t>(block)] : -1;
     // Per-regime figures (0 unless the platform sets them), user messages only (collectives keep their
     // algorithm's costs): an eager message's copy c_e*m, a rendezvous message's handshake h, both paid by the
     // sender before the data leave, as the analytic model charges them (sim/model/model.cpp, send_extra).
-    if (ctx == 0) {
+    if (ctx == 0 && pattern < 0) {
       if (size <= m_.eager_threshold_bytes) rs.ahead += m_.eager_per_byte_s * size;
       else rs.ahead += m_.rendezvous_handshake_s;
     }
@@ -731,6 +736,7 @@ class ReplayContext final : public P2PLayer {
     check_abort();
     ReqPtr req = make_request(true, me, dst, tag, ctx, size, block);
     req->eager = size <= m_.eager_threshold_bytes;
+    req->figured = pattern >= 0;
     rs.times.messages_sent++;
     rs.times.bytes_sent += static_cast<std::uint64_t>(size);
     RankState& ds = ranks_[dst];
@@ -745,6 +751,14 @@ class ReplayContext final : public P2PLayer {
       // A rank that has finished its program receives nothing more: the message stays unmatched (reported).
       if (req->eager && !ds.finished) launch(req, me);
     }
+    // The pattern's cost beyond s (paid above) and the receiver's r + o, paid by the sender after the message
+    // left: a rank's messages of the phase cost the sum of their rho + beta*D (seed 001 s.4: number of transfers
+    // times rho plus beta times the data), as the model's exchange charges them. The figure, measured in the
+    // pattern, holds the interference of its messages: the transfer carries no bytes (only the route's latency,
+    // under the figure), so the simulated network does not add its own contention to it.
+    if (pattern >= 0)
+      rs.ahead += pattern_extra_s(m_.patterns[static_cast<std::size_t>(pattern)], size, m_.send_overhead_s, m_.recv_overhead_s,
+                                  m_.per_message_overhead_s);
     return req;
   }
 
@@ -966,10 +980,13 @@ class ReplayContext final : public P2PLayer {
 
  public:
   void set_measured(const CollectiveTable* t) { measured_ = t; }
+  /** @brief Per block index, the machine pattern its messages are charged (phase_patterns), or -1. */
+  void set_block_patterns(std::vector<int> patterns) { block_pattern_ = std::move(patterns); }
   const std::set<std::string>& measured_notes() const { return measured_notes_; }
 
  private:
   const CollectiveTable* measured_ = nullptr;
+  std::vector<int> block_pattern_;  // empty when the platform has no per-pattern figures
   std::map<int, Gathering> gatherings_;
   std::set<std::string> measured_notes_;
   const Skeleton& sk_;
@@ -1098,6 +1115,11 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
   ReplayContext ctx(sk, machine, hosts, opt.P, frame, opt.seed, !opt.timeline_csv.empty());
   ctx.configure_diagnosis(opt.block_stats, opt.what_ifs);
   ctx.set_measured(opt.collectives.get());
+  PatternMap patterns;
+  if (!machine.patterns.empty()) {
+    patterns = phase_patterns(sk, frame, opt.P, machine.patterns);
+    ctx.set_block_patterns(patterns.block_pattern);
+  }
   // Transfer ends come from the network model itself, so no rank waits on a SimGrid comm (a comm waited by
   // two actors leaks a CPU action in SimGrid 3.32, and one wait simcall per message is saved). NetworkAction
   // is not in SimGrid's public headers; it derives from kernel::resource::Action alone, which is all we read.
@@ -1128,6 +1150,8 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
   a.emplace_back("machine.skew_alpha_s", num(machine.skew_alpha_s));
   if (machine.eager_per_byte_s != 0) a.emplace_back("machine.eager_per_byte_s", num(machine.eager_per_byte_s));
   if (machine.rendezvous_handshake_s != 0) a.emplace_back("machine.rendezvous_handshake_s", num(machine.rendezvous_handshake_s));
+  for (const auto& p : machine.patterns) a.emplace_back("machine.pattern." + p.name, platforms::describe_pattern(p));
+  for (const auto& ph : patterns.phases) a.emplace_back("pattern." + (ph.label.empty() ? std::string("(unlabelled)") : ph.label), ph.describe());
   if (opt.collectives) {
     std::string dbs;
     for (const auto& f : opt.collectives->sources) dbs += (dbs.empty() ? "" : ",") + f;
