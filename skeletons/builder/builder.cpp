@@ -441,8 +441,8 @@ std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_sh
 // The builder's state for one skeleton.
 class Builder {
  public:
-  Builder(std::vector<RunInfo> runs, std::vector<std::string> params, const BuildOptions& o)
-      : runs_(std::move(runs)), params_(std::move(params)), opt_(o) {}
+  Builder(std::vector<RunInfo> runs, std::vector<std::string> params, const BuildOptions& o, bool flops)
+      : runs_(std::move(runs)), params_(std::move(params)), opt_(o), flops_(flops) {}
 
   BuildResult result;
 
@@ -532,6 +532,7 @@ class Builder {
   std::vector<RunInfo> runs_;
   std::vector<std::string> params_;
   BuildOptions opt_;
+  bool flops_ = false;  // compute gaps are flop counts (time-independent traces), written as `flops` blocks
   std::vector<Member> members_;
   std::vector<std::vector<std::size_t>> shapes_;        // shape -> member indices
   std::map<std::uint64_t, std::string> request_names_;  // waited isend/irecv site -> name
@@ -1282,7 +1283,8 @@ class Builder {
     if (any) {
       nlohmann::json fits = nlohmann::json::object();
       const std::string at = where + "/" + std::to_string(body.size());
-      nlohmann::json block = {{"op", "compute"}, {"seconds", fit_real(gap, at, fits, "seconds")}};
+      const char* unit = flops_ ? "flops" : "seconds";  // time-independent traces count compute in flops
+      nlohmann::json block = {{"op", "compute"}, {unit, fit_real(gap, at, fits, unit)}};
       if (nlohmann::json dist = gap_distribution(u, fits); !dist.is_null()) {
         block["dist"] = std::move(dist);
         uses_v2_ = true;
@@ -1556,7 +1558,18 @@ BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOpti
     if (infos[i].vars == infos[i - 1].vars)
       throw BuildError(infos[i].name + " and " + infos[i - 1].name + " were traced with the same P and parameters (" +
                        describe_vars(infos[i].vars) + "): give each configuration once");
-  Builder b(std::move(infos), std::vector<std::string>(names.begin(), names.end()), options);
+  // compute gaps are seconds (mktrace), or flops (time-independent traces with compute actions): not both
+  const bool flops = std::any_of(runs.begin(), runs.end(), [](const trace::Run& r) { return r.compute_flops; });
+  if (flops)
+    for (const trace::Run& run : runs)
+      if (!run.compute_flops)
+        for (const trace::RankTrace& r : run.ranks)
+          for (std::size_t i = 1; i < r.events.size(); ++i)
+            if (r.events[i].gap_after(r.events[i - 1].t_exit) > 0)
+              throw BuildError(run.dir + ": its compute is timed in seconds, while " +
+                               std::find_if(runs.begin(), runs.end(), [](const trace::Run& x) { return x.compute_flops; })->dir +
+                               " counts flops (a time-independent trace): build from one kind of trace");
+  Builder b(std::move(infos), std::vector<std::string>(names.begin(), names.end()), options, flops);
   b.result.warnings.insert(b.result.warnings.end(), region_warnings.begin(), region_warnings.end());
   nlohmann::json sk = b.build();
   b.result.skeleton = std::move(sk);

@@ -2,6 +2,7 @@
 // file per rank, one action per line ("<rank> <action> <fields>"), listed by an index file.
 #include "skeletons/trace/ti_reader.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <deque>
@@ -133,9 +134,12 @@ RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops) 
   std::uint32_t next_request = 1;
   std::string text;
   long number = 0;
+  double gap_flops = 0;  // `compute` actions since the last record: the next record's compute gap, in flops
   auto push = [&](Kind kind, std::int32_t peer = NO_RANK, std::int32_t tag = NO_RANK, std::int64_t bytes = 0,
                   std::int32_t root = NO_RANK) {
     Event e;
+    e.cpu_gap = gap_flops;
+    gap_flops = 0;
     e.kind = kind;
     e.peer = peer;
     e.tag = tag;
@@ -147,6 +151,7 @@ RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops) 
   auto complete = [&](const Pending& p) {
     const Event req = t.events[p.event];
     Event c;
+    c.cpu_gap = 0;  // written right after its wait's record, which took the compute before it
     c.kind = Kind::COMPLETE;
     c.peer = req.peer;
     c.tag = req.tag;
@@ -182,6 +187,7 @@ RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops) 
       const double f = l.real(0);
       if (!(f >= 0)) l.fail("negative or invalid flops");
       flops += f;
+      gap_flops += f;
     } else if (a == "send" || a == "ssend" || a == "recv" || a == "isend" || a == "issend" || a == "irecv") {
       l.expect_fields(4, "peer tag count datatype");
       const Kind k = a == "send" ? Kind::SEND : a == "ssend" ? Kind::SSEND : a == "recv" ? Kind::RECV
@@ -329,6 +335,7 @@ Run read_ti_run(const std::string& index, std::vector<double>* compute_flops) {
       run.problems.push_back(files[r] + ": rank " + std::to_string(r) + ": incomplete: no finalize (" +
                              std::to_string(run.ranks.back().events.size()) + " events)");
   }
+  run.compute_flops = std::any_of(flops.begin(), flops.end(), [](double f) { return f > 0; });
   if (compute_flops) *compute_flops = std::move(flops);
   return run;
 }

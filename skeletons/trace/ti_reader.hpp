@@ -15,8 +15,9 @@ namespace mksim::trace {
  *  index file's directory). Every line is checked (rank, action, field count, numbers); any problem throws
  *  TraceError naming the file and line. Times are 0 (TI traces have none), communicators 0, and a call's site
  *  is its call point (MPI function, communicator, tag as posted; README.md), described as "MPI_Isend tag 1 comm 0".
- *  If `compute_flops` is given it receives, per rank, the sum of the `compute` actions (flops), which the
- *  event model has no kind for. */
+ *  The `compute` actions (flops: explicit smpi_execute_flops, or benchmarked bursts) before a record are its
+ *  compute gap (Event::cpu_gap, in flops, and Run::compute_flops is set when there are any), so that a skeleton
+ *  built from these runs has `flops` compute blocks. If `compute_flops` is given it receives, per rank, their sum. */
 Run read_ti_run(const std::string& index, std::vector<double>* compute_flops = nullptr);
 
 /** @brief Size in bytes of an SMPI 3.32 predefined datatype id as written in TI traces (0 = MPI_DOUBLE,

@@ -112,6 +112,9 @@ struct Run {
   int exit_code = 0;                          ///< mpirun's
   std::vector<RankTrace> ranks;
   std::vector<std::string> problems;  ///< one message per rank that did not end at MPI_Finalize
+  /// The compute gaps (Event::cpu_gap) are flop counts, not seconds: a SimGrid time-independent trace with
+  /// `compute` actions (read_ti_run). The skeleton builder then writes `flops` compute blocks.
+  bool compute_flops = false;
   /** @brief Every rank reached MPI_Finalize with a valid footer. */
   bool complete() const { return problems.empty(); }
 };
