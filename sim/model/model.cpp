@@ -1560,8 +1560,8 @@ AnalyticModel derive_model(const sk::Skeleton& skel, const MachineModel& m, cons
     for (const PhasePattern& ph : pm.phases) {
       const std::string name = ph.label.empty() ? "(unlabelled)" : "\"" + ph.label + "\"";
       if (ph.pattern >= 0)
-        notes.insert("phase " + name + " at P=" + std::to_string(P) + ": pattern " + ph.describe() + ", each message costs rho_" +
-                     ph.kind + " + beta_" + ph.kind + "*m of its regime (seed 001 table 2)");
+        notes.insert("phase " + name + " at P=" + std::to_string(P) + ": pattern " + ph.describe() +
+                     "; a message costs rho + beta*m of its pattern and regime (seed 001 table 2)");
       else if (ph.kind == "none" || platforms::pattern_max_partners(ph.kind) > 0)
         notes.insert("phase " + name + " at P=" + std::to_string(P) + ": pattern " + ph.describe());
     }
