@@ -380,7 +380,7 @@ TEST(ScalaTable3, JacobiFromTracesPredictsTheIsospeedTable) {
   sim::MachineModel slow = pat;  // a ten times slower node: the compute rate that cancels
   slow.speed_flops = [](int) { return 90e6; };
   sim::QueryOptions qo;
-  qo.params = {{"iters", 1000}};  // the one-off exchange and result reductions weigh 0.1% of an iteration's cost
+  qo.params = {{"iters", 1000}};  // a run of 1000 iterations: the initial exchange and the result reductions weigh little
   struct Got {
     double psi = 0, plain = 0, slow = 0;
   };

@@ -1415,6 +1415,14 @@ std::optional<Outcome> fit_exact(const Data& d, const Probes& pr, const FitOptio
   return exact_outcome(d, d, pr, sp, models, [](Candidate&) {});
 }
 
+/** The offset of `value` from `from` modulo m, taken in (-m/2, m/2] (norm 0), [-m/2, m/2) (1) or [0, m) (2). */
+double offset_mod(double value, double from, double m, int norm) {
+  double delta = std::fmod(value - from, m);
+  if (delta < 0) delta += m;
+  if ((norm == 0 && delta > m / 2) || (norm == 1 && delta >= m / 2)) delta -= m;
+  return delta;
+}
+
 /** Peers of periodic exchanges: value = (rank + delta) % P with delta an exact expression of the run
  *  (1, -1, 2^floor(log2(P)/2), P/2, ...). delta is taken in (-P/2, P/2], then [-P/2, P/2), then [0, P). */
 std::optional<Outcome> fit_exact_modular(const Data& d, const Probes& pr, const FitOptions& o) {
@@ -1430,10 +1438,7 @@ std::optional<Outcome> fit_exact_modular(const Data& d, const Probes& pr, const 
     Data dd = d;
     dd.mean_abs = 0;
     for (Point& p : dd.points) {
-      const double P = p.x[0];
-      double delta = std::fmod(p.y - p.x.back(), P);
-      if (delta < 0) delta += P;
-      if ((norm == 0 && delta > P / 2) || (norm == 1 && delta >= P / 2)) delta -= P;
+      const double delta = offset_mod(p.y, p.x.back(), p.x[0], norm);
       p.y = p.lo = p.hi = delta;
       dd.mean_abs += std::fabs(delta) / static_cast<double>(dd.points.size());
     }
@@ -1490,9 +1495,7 @@ std::optional<Outcome> fit_exact_row_modular(const Data& d, const Probes& pr, co
           fits = false;
           break;
         }
-        double delta = std::fmod(p.y - rank, B);
-        if (delta < 0) delta += B;
-        if ((norm == 0 && delta > B / 2) || (norm == 1 && delta >= B / 2)) delta -= B;
+        const double delta = offset_mod(p.y, rank, B, norm);
         p.y = p.lo = p.hi = delta;
         dd.mean_abs += std::fabs(delta) / static_cast<double>(dd.points.size());
       }
