@@ -229,8 +229,8 @@ TEST(PatternPlatform, Table2ReproducedByModelAndReplay) {
   EXPECT_NEAR(res.predicted_time_s, 2 * (2 * (35.6e-6 + 2e-8 * 1024) + 2 * (40.3e-6 + 2.1e-8 * 1024)), 1e-8);
 }
 
-// Platforms without mksim.pattern.* props predict exactly as before them: values computed by the code at main
-// before this change (git 18c6a76, the same replay and model calls), %.17g; equality is exact.
+// Platforms without mksim.pattern.* props predict exactly as before them: values computed by main before this
+// change (git 536b544: `mksim model --format json` and `mksim -o` of the same points), %.17g; equality is exact.
 TEST(PatternPlatform, WithoutThemPredictionsAreUnchanged) {
   struct Case {
     const char* platform;
@@ -240,9 +240,9 @@ TEST(PatternPlatform, WithoutThemPredictionsAreUnchanged) {
     double model_s, replay_s;
   };
   const Case cases[] = {
-      {"t3e", "calibration/data/comm_patterns.json", 8, {{"D", 6000}, {"dim", 2}, {"steps", 3}}, 0.0, 0.0},
-      {"paragon", "calibration/data/comm_patterns.json", 16, {{"D", 2048}, {"dim", 2}, {"steps", 3}}, 0.0, 0.0},
-      {"ipsc860", "skeletons/examples/atm2d.json", 16, {{"N", 256}, {"steps", 2}}, 0.0, 0.0},
+      {"t3e", "calibration/data/comm_patterns.json", 8, {{"D", 6000}, {"dim", 2}, {"steps", 3}}, 0.0013273199999999999, 0.0017773199999999993},
+      {"paragon", "calibration/data/comm_patterns.json", 16, {{"D", 2048}, {"dim", 2}, {"steps", 3}}, 0.0037009999999999999, 0.00226232},
+      {"ipsc860", "skeletons/examples/atm2d.json", 16, {{"N", 256}, {"steps", 2}}, 0.011757714285714286, 0.011757714285714288},
   };
   for (const Case& c : cases) {
     const auto sk = skeletons::load_skeleton(SRC + "/" + c.skeleton);
