@@ -1250,11 +1250,10 @@ class ClassCoster {
     const bool is_send = p.kind == sk::P2PKind::SEND || p.kind == sk::P2PKind::ISEND;
     if (is_send) {
       x.n_send++;
-      const auto [L, beta] = route(rank_, peer_of(p), label);
+      const ex latency = route(rank_, peer_of(p), label).first;
       if (const int k = ms_.block_pattern.empty() ? -1 : ms_.block_pattern.at(static_cast<std::size_t>(block)); k >= 0) {
         x.patterned = true;
-        x.last_tau = L;
-        (void)beta;
+        x.last_tau = latency;
         x.last_extra = pattern_extra(k, tr_(p.size_bytes));
         x.send_extra += x.last_extra;
       } else if (m_.eager_per_byte_s != 0 || m_.rendezvous_handshake_s != 0) {
