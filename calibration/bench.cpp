@@ -2,6 +2,7 @@
 #include "calibration/bench.hpp"
 
 #include "calibration/fit.hpp"
+#include "calibration/pattern_figures.hpp"
 #include "calibration/stats.hpp"
 
 #include <algorithm>
@@ -242,6 +243,8 @@ std::string format_report(const results::CalibDb& db) {
   overhead("s (send overhead)", f.has_s, f.s_s, "send_overhead");
   overhead("r (receive overhead)", f.has_r, f.r_s, "recv_overhead");
   overhead("o (per-message)", f.has_o, f.o_s, "stream");
+  if (const auto patterns = measured_patterns(db); !patterns.empty())
+    out << "\npattern figures per message (seed 001 table 2; mkcalib patterns puts them in a platform)\n" << format_patterns(patterns);
   return out.str();
 }
 

@@ -616,6 +616,13 @@ BasePlatform read_base_platform(const std::string& path) {
     override_of(o, name) = v;
     b.spec.override_sources[name] = "from the base platform " + std::filesystem::path(path).filename().string();
   }
+  // per-pattern figures: optional props (none = none)
+  try {
+    b.spec.patterns = pf::patterns_from_props(props, path);
+  } catch (const std::runtime_error& e) {
+    throw FitInputError(e.what());
+  }
+  for (auto& p : b.spec.patterns) p.source = "from the base platform " + std::filesystem::path(path).filename().string();
   b.figures = pf::figures_for(b.spec);
   return b;
 }

@@ -22,6 +22,7 @@ constexpr Info INFO[] = {
     {Kernel::STREAM, "stream", SizeList::EAGER, FitKind::LINE},
     {Kernel::SHIFT1D, "shift1d", SizeList::MESSAGE, FitKind::TWO_REGIMES},
     {Kernel::HALO2D, "halo2d", SizeList::MESSAGE, FitKind::TWO_REGIMES},
+    {Kernel::HALO3D, "halo3d", SizeList::MESSAGE, FitKind::TWO_REGIMES},
     {Kernel::BARRIER, "barrier", SizeList::NONE, FitKind::NONE},
     {Kernel::BCAST, "bcast", SizeList::MESSAGE, FitKind::TWO_REGIMES},
     {Kernel::REDUCE, "reduce", SizeList::MESSAGE, FitKind::TWO_REGIMES},
@@ -71,7 +72,7 @@ std::vector<Kernel> parse_kernel_list(const std::string& list) {
       {"all", all_kernels()},
       {"p2p", {K::PINGPONG, K::SEND_OVERHEAD, K::RECV_OVERHEAD, K::STREAM}},
       {"overheads", {K::SEND_OVERHEAD, K::RECV_OVERHEAD, K::STREAM}},
-      {"patterns", {K::SHIFT1D, K::HALO2D}},
+      {"patterns", {K::SHIFT1D, K::HALO2D, K::HALO3D}},
       {"collectives", {K::BARRIER, K::BCAST, K::REDUCE, K::ALLREDUCE, K::ALLGATHER, K::ALLTOALL, K::GATHER, K::SCATTER}},
   };
   std::vector<bool> chosen(all_kernels().size(), false);

@@ -10,7 +10,7 @@ namespace mksim::calibration {
 
 /** @brief One kernel of mkcalib_microbench (calibration/microbench.c), in the order they are measured and stored. */
 enum class Kernel {
-  PINGPONG, SEND_OVERHEAD, RECV_OVERHEAD, STREAM, SHIFT1D, HALO2D,
+  PINGPONG, SEND_OVERHEAD, RECV_OVERHEAD, STREAM, SHIFT1D, HALO2D, HALO3D,
   BARRIER, BCAST, REDUCE, ALLREDUCE, ALLGATHER, ALLTOALL, GATHER, SCATTER, COMPUTE
 };
 
@@ -34,7 +34,7 @@ FitKind fit_kind_of(Kernel kernel);
 
 /**
  * @brief A comma-separated list of kernel names and groups (`all`, `p2p` = pingpong + overheads, `overheads` =
- * send_overhead, recv_overhead, stream; `patterns` = shift1d, halo2d; `collectives`; `compute`), deduplicated and
+ * send_overhead, recv_overhead, stream; `patterns` = shift1d, halo2d, halo3d; `collectives`; `compute`), deduplicated and
  * in canonical order.
  * @throws std::invalid_argument naming the unknown item and listing the valid ones.
  */

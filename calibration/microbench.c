@@ -2,7 +2,7 @@
  * table 2, seed 004 s.2, seed 000 s.4.1's s, r, o). One kernel per run; mkcalib runs it with mpirun.
  *
  * usage: mkcalib_microbench --kernel NAME --sizes B1,B2,... [--reps R] [--warmup W] [--min-time S]
- *   kernels: pingpong send_overhead recv_overhead stream shift1d halo2d barrier bcast reduce allreduce
+ *   kernels: pingpong send_overhead recv_overhead stream shift1d halo2d halo3d barrier bcast reduce allreduce
  *            allgather alltoall gather scatter compute (compute: sizes are working sets in bytes)
  *
  * For each size: the shortest of three single-iteration runs fixes the iteration count n (same on every
@@ -28,12 +28,12 @@
 #define TAG_ACK 12
 
 typedef enum {
-    K_PINGPONG, K_SEND_OVERHEAD, K_RECV_OVERHEAD, K_STREAM, K_SHIFT1D, K_HALO2D, K_BARRIER, K_BCAST, K_REDUCE,
+    K_PINGPONG, K_SEND_OVERHEAD, K_RECV_OVERHEAD, K_STREAM, K_SHIFT1D, K_HALO2D, K_HALO3D, K_BARRIER, K_BCAST, K_REDUCE,
     K_ALLREDUCE, K_ALLGATHER, K_ALLTOALL, K_GATHER, K_SCATTER, K_COMPUTE, K_COUNT
 } kernel_t;
 
 static const char *KERNEL_NAMES[K_COUNT] = {
-    "pingpong", "send_overhead", "recv_overhead", "stream", "shift1d", "halo2d", "barrier", "bcast", "reduce",
+    "pingpong", "send_overhead", "recv_overhead", "stream", "shift1d", "halo2d", "halo3d", "barrier", "bcast", "reduce",
     "allreduce", "allgather", "alltoall", "gather", "scatter", "compute"};
 
 typedef struct {
@@ -45,8 +45,9 @@ typedef struct {
     double min_time;
     char *sbuf, *rbuf;      /* message buffers, large enough for every size of this run */
     double *x, *y;          /* compute kernel arrays */
-    MPI_Comm cart;          /* halo2d: periodic 2-D grid */
-    int nb[4];              /* halo2d neighbours: -x, +x, -y, +y */
+    MPI_Comm cart;          /* halo2d, halo3d: periodic 2-D or 3-D grid */
+    int ndims;              /* 2 or 3 */
+    int nb[6];              /* neighbours: -x, +x, -y, +y (, -z, +z) */
 } ctx_t;
 
 static volatile double g_sink; /* keeps the compute kernel's result alive */
@@ -217,23 +218,24 @@ static double k_shift1d(ctx_t *c, long size, long n)
     return MPI_Wtime() - t0;
 }
 
-/* 2-D halo on a periodic grid (MPI_Dims_create): one message of `size` bytes to each of the 4 neighbours. */
-static double k_halo2d(ctx_t *c, long size, long n)
+/* 2-D or 3-D halo on a periodic grid (MPI_Dims_create): one message of `size` bytes to each of the 4 (6)
+ * neighbours. */
+static double k_halo(ctx_t *c, long size, long n)
 {
     long i;
-    int d;
-    MPI_Request req[8];
+    int d, k = 2 * c->ndims;
+    MPI_Request req[12];
     double t0 = MPI_Wtime();
     for (i = 0; i < n; ++i) {
-        for (d = 0; d < 4; ++d) {
+        for (d = 0; d < k; ++d) {
             /* a message sent towards +x arrives at that neighbour from its -x side: tag by direction */
             MPI_Irecv(c->rbuf + (size_t)d * (size_t)size, (int)size, MPI_BYTE, c->nb[d], TAG_DATA + (d ^ 1), c->cart,
                       &req[d]);
         }
-        for (d = 0; d < 4; ++d)
+        for (d = 0; d < k; ++d)
             MPI_Isend(c->sbuf + (size_t)d * (size_t)size, (int)size, MPI_BYTE, c->nb[d], TAG_DATA + d, c->cart,
-                      &req[4 + d]);
-        MPI_Waitall(8, req, MPI_STATUSES_IGNORE);
+                      &req[k + d]);
+        MPI_Waitall(2 * k, req, MPI_STATUSES_IGNORE);
     }
     return MPI_Wtime() - t0;
 }
@@ -284,7 +286,8 @@ static double run_kernel(ctx_t *c, long size, long n)
         case K_RECV_OVERHEAD: return k_recv_overhead(c, size, n);
         case K_STREAM: return k_stream(c, size, n);
         case K_SHIFT1D: return k_shift1d(c, size, n);
-        case K_HALO2D: return k_halo2d(c, size, n);
+        case K_HALO2D:
+        case K_HALO3D: return k_halo(c, size, n);
         case K_COMPUTE: return k_compute(c, size, n);
         default: return k_collective(c, size, n);
     }
@@ -322,9 +325,9 @@ static void allocate(ctx_t *c)
         }
         return;
     }
-    if (max > 2147483647L / (c->np > 4 ? c->np : 4)) die(c, "message size too large for an int count", NULL);
-    /* halo2d: one block per direction; allgather/alltoall/gather: one block per rank */
-    bytes = (size_t)(max > 0 ? max : 1) * (size_t)(c->np > 4 ? c->np : 4);
+    if (max > 2147483647L / (c->np > 6 ? c->np : 6)) die(c, "message size too large for an int count", NULL);
+    /* halo2d, halo3d: one block per direction; allgather/alltoall/gather: one block per rank */
+    bytes = (size_t)(max > 0 ? max : 1) * (size_t)(c->np > 6 ? c->np : 6);
     c->sbuf = malloc(bytes);
     c->rbuf = malloc(bytes);
     if (c->sbuf == NULL || c->rbuf == NULL) die(c, "out of memory for the message buffers", NULL);
@@ -362,12 +365,12 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &c.np);
     parse_args(&c, argc, argv);
-    if (c.kernel == K_HALO2D) {
-        int dims[2] = {0, 0}, periods[2] = {1, 1};
-        MPI_Dims_create(c.np, 2, dims);
-        MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &c.cart);
-        MPI_Cart_shift(c.cart, 0, 1, &c.nb[0], &c.nb[1]);
-        MPI_Cart_shift(c.cart, 1, 1, &c.nb[2], &c.nb[3]);
+    if (c.kernel == K_HALO2D || c.kernel == K_HALO3D) {
+        int dims[3] = {0, 0, 0}, periods[3] = {1, 1, 1}, d;
+        c.ndims = c.kernel == K_HALO2D ? 2 : 3;
+        MPI_Dims_create(c.np, c.ndims, dims);
+        MPI_Cart_create(MPI_COMM_WORLD, c.ndims, dims, periods, 0, &c.cart);
+        for (d = 0; d < c.ndims; ++d) MPI_Cart_shift(c.cart, d, 1, &c.nb[2 * d], &c.nb[2 * d + 1]);
     }
     if (c.kernel == K_BARRIER) { /* a barrier has no size */
         c.nsizes = 1;

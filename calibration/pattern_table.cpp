@@ -166,6 +166,31 @@ std::vector<PatternCheck> check_pattern_table(const std::string& platform_path, 
   return out;
 }
 
+std::vector<platforms::PatternFigures> table_patterns(const PatternTable& table, const std::string& machine,
+                                                      double fallback_breakpoint_bytes) {
+  std::vector<platforms::PatternFigures> out;
+  for (const char* pattern : {"1d", "2d"}) {
+    const PatternLine* s = nullptr;
+    const PatternLine* l = nullptr;
+    bool any = false;
+    for (const PatternLine& line : table.lines) {
+      if (line.machine != machine || line.pattern != pattern) continue;
+      any = true;
+      (line.regime == "short" ? s : l) = &line;
+    }
+    if (!any) continue;
+    if (!s || !l)
+      throw PatternTableError(table.file + ": machine " + machine + ", pattern " + pattern + ": needs both a short and a long line");
+    const std::string src = "seed 001 table 2 as transcribed in " + table.file.substr(table.file.find_last_of('/') + 1) + " (lines " +
+                            std::to_string(s->line) + ", " + std::to_string(l->line) +
+                            "); breakpoint where the short and long lines cross";
+    out.push_back(platforms::pattern_from_lines(pattern, s->rho_s, s->beta_s_per_byte, l->rho_s, l->beta_s_per_byte,
+                                                fallback_breakpoint_bytes, src));
+  }
+  if (out.empty()) throw PatternTableError(table.file + ": no line for machine \"" + machine + "\"");
+  return out;
+}
+
 std::string format_pattern_check(const std::vector<PatternCheck>& rows) {
   std::ostringstream o;
   char b[256];

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "calibration/measured_runs.hpp"
+#include "platforms/patterns.hpp"
 #include "skeletons/skeleton.hpp"
 
 #include <stdexcept>
@@ -71,6 +72,12 @@ struct PatternCheck {
 std::vector<PatternCheck> check_pattern_table(const std::string& platform_path, const skeletons::Skeleton& skeleton,
                                               const PatternTable& table, const std::string& machine, int P, int steps,
                                               const PatternSizes& sizes = {});
+
+/** @brief The table's lines for `machine` as per-message pattern figures for a platform (`mkcalib patterns`): 1d, 2d,
+ *  the breakpoint where the short and long lines cross, else `fallback_breakpoint_bytes`. Throws PatternTableError
+ *  when the machine has no line, or a pattern has only one of its two lines. */
+std::vector<platforms::PatternFigures> table_patterns(const PatternTable& table, const std::string& machine,
+                                                      double fallback_breakpoint_bytes);
 
 /** @brief The check as a table: pattern, regime, rho and beta of the table, model and replay, errors (%). */
 std::string format_pattern_check(const std::vector<PatternCheck>& rows);

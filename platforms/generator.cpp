@@ -306,6 +306,16 @@ void machine_props(std::string& x, const Preset& p, const MachineFigures& f, con
   if (f.rendezvous_handshake_s.value != 0) prop(x, in, "mksim.rendezvous_handshake_s", num(f.rendezvous_handshake_s.value));
 }
 
+/** @brief Per-pattern figures: one comment with the source and five props per pattern (nothing without them). */
+void pattern_props_xml(std::string& x, const std::vector<PatternFigures>& patterns)
+{
+  for (const auto& pat : patterns) {
+    x += "    <!-- pattern " + comment_safe(describe_pattern(pat)) + ": " + comment_safe(pat.source) + " -->\n";
+    for (const auto& [id, value] : pattern_props(pat))
+      prop(x, "    ", id, value);
+  }
+}
+
 void write_cluster(std::string& x, const Preset& p, const MachineFigures& f, const std::vector<long>& dims, long n)
 {
   std::string topo_params;
@@ -554,6 +564,17 @@ std::string generate_platform_xml(const PlatformSpec& spec)
                                 "clusters have none); put it in send/recv overheads");
   if (!(f.eager_per_byte_s.value >= 0) || !(f.rendezvous_handshake_s.value >= 0))
     throw std::invalid_argument(spec.machine + ": eager per-byte cost and rendezvous handshake must be >= 0");
+  for (std::size_t i = 0; i < spec.patterns.size(); ++i) {
+    const PatternFigures& pat = spec.patterns[i];
+    if (pattern_max_partners(pat.name) == 0)
+      throw std::invalid_argument(spec.machine + ": unknown communication pattern \"" + pat.name + "\" (known: 1d, 2d, 3d)");
+    for (std::size_t j = 0; j < i; ++j)
+      if (spec.patterns[j].name == pat.name)
+        throw std::invalid_argument(spec.machine + ": communication pattern " + pat.name + " given twice");
+    for (double v : {pat.breakpoint_bytes, pat.short_rho_s, pat.short_beta_s_per_byte, pat.long_rho_s, pat.long_beta_s_per_byte})
+      if (!(v >= 0) || !std::isfinite(v))
+        throw std::invalid_argument(spec.machine + ": communication pattern " + pat.name + ": figures must be finite and >= 0");
+  }
   const bool full_mesh = p.topology == Topology::MESH2D && n <= spec.mesh_full_xml_max_nodes;
   std::string extra;
   if (p.topology == Topology::MESH2D)
@@ -572,6 +593,7 @@ std::string generate_platform_xml(const PlatformSpec& spec)
   }
   for (const auto& [id, value] : spec.extra_props)
     prop(x, "    ", attr_safe(id), attr_safe(value));
+  pattern_props_xml(x, spec.patterns);
   if (p.topology == Topology::MESH2D)
     write_mesh(x, f, spec.dims, full_mesh);
   else

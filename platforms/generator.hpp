@@ -2,6 +2,8 @@
 // Plain text only: this component does not include SimGrid (sim/engine loads what it writes).
 #pragma once
 
+#include "platforms/patterns.hpp"
+
 #include <map>
 #include <optional>
 #include <string>
@@ -75,6 +77,9 @@ struct PlatformSpec {
   std::vector<std::string> notes;
   /// Extra root-zone props (id, value), written after the mksim.* figures (mkcalib fit: mksim.calib.*).
   std::vector<std::pair<std::string, std::string>> extra_props;
+  /// Per-pattern figures (seed 001 table 2), written as mksim.pattern.<name>.* props with their sources; none by
+  /// default, and then nothing is written (mkcalib patterns adds them).
+  std::vector<PatternFigures> patterns;
 };
 
 /** @brief The preset machine names: ipsc860, paragon, t3e, fattree. */

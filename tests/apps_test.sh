@@ -89,6 +89,11 @@ master_worker)
     ARGS=(50 7); WANT=3054319143506755174; TOL=0   # integer checksum: exact at every P
     # (P-1) requests + tasks tasks + tasks results + (P-1) stops, 2 calls each
     calls() { echo $((4 * ($1 - 1) + 4 * 50)); } ;;
+jacobi2d)
+    ARGS=(64 10); WANT=-5.35094294828494; TOL=1e-11
+    # every rank isends and irecvs once per neighbour direction (4 each) per exchange: the initial one and one per
+    # iteration (10), on a periodic grid
+    calls() { echo $((8 * $1 * 11)); } ;;
 *) say "unknown app $app"; exit 2 ;;
 esac
 

@@ -193,7 +193,8 @@ TEST(CalibrationFit, TwoRegimesNeedEnoughSizes) {
 // --- kernels, configuration, output format ---
 
 TEST(CalibrationKernels, ListsAndGroups) {
-  EXPECT_EQ(calibration::parse_kernel_list("all").size(), 15u);
+  EXPECT_EQ(calibration::parse_kernel_list("all").size(), 16u);
+  EXPECT_EQ(calibration::parse_kernel_list("patterns"), (std::vector<Kernel>{Kernel::SHIFT1D, Kernel::HALO2D, Kernel::HALO3D}));
   EXPECT_EQ(calibration::parse_kernel_list("compute,pingpong"), (std::vector<Kernel>{Kernel::PINGPONG, Kernel::COMPUTE}));
   EXPECT_EQ(calibration::parse_kernel_list("collectives,barrier").size(), 8u);
   EXPECT_EQ(calibration::parse_kernel_list("overheads").front(), Kernel::SEND_OVERHEAD);
@@ -353,14 +354,14 @@ TEST(CalibrationReal, QuickBenchGivesAPlausibleDatabase) {
   const std::string db_path = dir.file("vm.h5");
   const CliRun run = mkcalib({"bench", "-np", "2", "--quick", "-o", db_path});
   ASSERT_EQ(run.code, 0) << run.err;
-  EXPECT_NE(run.out.find("15 kernel(s) measured, 0 already there"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("16 kernel(s) measured, 0 already there"), std::string::npos) << run.out;
 
   const results::CalibDb db = results::read_calib_db(db_path);
   EXPECT_EQ(db.machine, "vm");  // the file name's stem
   EXPECT_EQ(db.np, 2);
   EXPECT_NE(db.mpi_library.find("MPI"), std::string::npos) << db.mpi_library;
   EXPECT_FALSE(db.hostname.empty());
-  ASSERT_EQ(db.kernels.size(), 15u);
+  ASSERT_EQ(db.kernels.size(), 16u);
   for (std::size_t i = 0; i < db.kernels.size(); ++i) {
     const results::CalibKernel& k = db.kernels[i];
     EXPECT_EQ(k.name, calibration::kernel_name(calibration::all_kernels()[i]));
@@ -395,7 +396,7 @@ TEST(CalibrationReal, QuickBenchGivesAPlausibleDatabase) {
   // everything is there: a rerun measures nothing
   const CliRun again = mkcalib({"bench", "-np", "2", "--quick", "-o", db_path});
   ASSERT_EQ(again.code, 0) << again.err;
-  EXPECT_NE(again.out.find("0 kernel(s) measured, 15 already there"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("0 kernel(s) measured, 16 already there"), std::string::npos) << again.out;
   EXPECT_EQ(results::read_calib_db(db_path), db);
 }
 

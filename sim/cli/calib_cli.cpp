@@ -5,6 +5,7 @@
 
 #include "calibration/bench.hpp"
 #include "calibration/fit_platform.hpp"
+#include "calibration/pattern_figures.hpp"
 #include "calibration/pattern_table.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/skeleton_io.hpp"
@@ -45,8 +46,9 @@ const char* USAGE =
     "       mkcalib validate --platform CALIBRATED.xml --skeleton S --runs HELDOUT.csv\n"
     "       mkcalib table-runs --table LINES.csv --machine NAME [-P N] [--steps S] -o RUNS.csv\n"
     "       mkcalib table-check --table LINES.csv --machine NAME --platform XML [-P N] [--steps S]\n"
+    "       mkcalib patterns --platform BASE (--db FILE.h5 | --table LINES.csv --machine NAME) -o OUT.xml\n"
     "       mkcalib --version | --help\n"
-    "kernels: pingpong send_overhead recv_overhead stream shift1d halo2d barrier bcast reduce allreduce\n"
+    "kernels: pingpong send_overhead recv_overhead stream shift1d halo2d halo3d barrier bcast reduce allreduce\n"
     "         allgather alltoall gather scatter compute; groups: all p2p overheads patterns collectives\n"
     "figures (--fit): speed bandwidth latency s r o alpha (all), eager_per_byte handshake (only by name)\n";
 
@@ -329,6 +331,68 @@ int cmd_table_check(const std::vector<std::string>& args, std::ostream& out) {
   return EXIT_OK;
 }
 
+int cmd_patterns(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mkcalib patterns");
+  std::string platform, db, table, machine, output;
+  desc.add_options()("help,h", "this help")
+      ("platform", po::value(&platform)->required(), "base platform: a generated XML file or a bundled name (paragon, t3e, ipsc860)")
+      ("db", po::value(&db), "mkcalib bench database with shift1d, halo2d or halo3d: per-message figures of the 1d, 2d, 3d patterns")
+      ("table", po::value(&table), "per-pattern lines instead (as for table-runs: seed 001 table 2)")
+      ("machine", po::value(&machine), "the table's machine whose lines to use (with --table)")
+      ("output,o", po::value(&output)->required(), "platform file to write (atomically): the base with the patterns' props");
+  if (!parse_options(args, desc, {}, out)) return EXIT_OK;
+  if (db.empty() == table.empty()) throw UsageError("patterns needs --db or --table (one of them)");
+  if (!table.empty() && machine.empty()) throw UsageError("--table needs --machine (whose lines to use)");
+  const fs::path dir = fs::path(output).parent_path();
+  if (!dir.empty() && !fs::is_directory(dir)) throw UsageError(output + ": directory " + dir.string() + " does not exist");
+  calibration::BasePlatform base;
+  try {
+    base = calibration::read_base_platform(existing_data(platform, "platforms"));
+  } catch (const calibration::FitInputError& e) {
+    throw UsageError(e.what());
+  }
+  std::vector<platforms::PatternFigures> figures;
+  std::string from;
+  if (!db.empty()) {
+    const auto measured = calibration::measured_patterns(read_input(db));
+    if (measured.empty()) throw UsageError(db + ": no pattern kernel measured (mkcalib bench --kernels patterns)");
+    out << calibration::format_patterns(measured);
+    for (const auto& m : measured)
+      if (m.usable) figures.push_back(m.figures);
+    if (figures.empty()) throw UsageError(db + ": no pattern kernel is usable (see above)");
+    from = "mkcalib bench database " + fs::path(db).filename().string();
+  } else {
+    try {
+      figures = calibration::table_patterns(read_table(table), machine, base.figures.eager_threshold_bytes.value);
+    } catch (const calibration::PatternTableError& e) {
+      throw UsageError(e.what());
+    }
+    for (const auto& f : figures) out << "  " << platforms::describe_pattern(f) << "\n";
+    from = fs::path(table).filename().string() + " (machine " + machine + ")";
+  }
+  const double overheads = base.figures.send_overhead_s.value + base.figures.recv_overhead_s.value + base.figures.per_message_overhead_s.value;
+  for (const auto& f : figures) {
+    for (double v : {f.short_rho_s, f.short_beta_s_per_byte, f.long_rho_s, f.long_beta_s_per_byte})
+      if (!(v >= 0)) throw UsageError("pattern " + f.name + " has a negative figure (" + platforms::describe_pattern(f) + "): remeasure");
+    if (std::min(f.short_rho_s, f.long_rho_s) < overheads)
+      throw UsageError("pattern " + f.name + ": its start-up (" + platforms::describe_pattern(f) + ") is below the base platform's s + r + o = " +
+                       std::to_string(overheads * 1e6) + " us: calibrate s, r, o on the same machine first (mkcalib fit --db)");
+  }
+  platforms::PlatformSpec spec = base.spec;
+  for (const auto& f : figures) {
+    std::erase_if(spec.patterns, [&](const platforms::PatternFigures& p) { return p.name == f.name; });
+    spec.patterns.push_back(f);
+  }
+  std::sort(spec.patterns.begin(), spec.patterns.end(), [](const auto& a, const auto& b) {
+    return platforms::pattern_max_partners(a.name) < platforms::pattern_max_partners(b.name);
+  });
+  spec.notes.push_back("Per-pattern figures added by mkcalib patterns from " + from + " to the base platform " +
+                       fs::path(base.path).filename().string() + ".");
+  calibration::write_file_atomically(output, platforms::generate_platform_xml(spec));
+  out << "wrote " << output << ": " << spec.patterns.size() << " pattern(s)\n";
+  return EXIT_OK;
+}
+
 int cmd_validate(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("mkcalib validate");
   std::string platform, runs, skeleton;
@@ -375,6 +439,7 @@ int run_mkcalib(const std::vector<std::string>& args, std::ostream& out, std::os
       if (args[0] == "validate") return cmd_validate(rest, out);
       if (args[0] == "table-runs") return cmd_table_runs(rest, out);
       if (args[0] == "table-check") return cmd_table_check(rest, out);
+      if (args[0] == "patterns") return cmd_patterns(rest, out);
       throw UsageError("unknown command \"" + args[0] + "\"\n" + USAGE);
     } catch (const calibration::FitError& e) {
       throw std::runtime_error(std::string("fit failed: ") + e.what());  // exit code 1

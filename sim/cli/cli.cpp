@@ -319,7 +319,7 @@ int model_queries(const std::string& skeleton_path, const std::string& platform,
           << " s, average unit speed " << fixed(t.speed_flops) << " flop/s\n  p'  " << isospeed << "'  T_s  psi\n";
       for (const auto& r : t.rows) {
         out << "  " << r.p_prime << "  ";
-        if (r.found) out << fixed(r.value) << "  " << fixed(r.T_s) << "  " << fixed(r.psi, 4) << "\n";
+        if (r.found) out << fixed(r.value) << "  " << fixed(r.T_s) << "  " << fixed(r.psi, 5) << "\n";
         else out << "none  (" << r.note << ")\n";
       }
     }

@@ -45,6 +45,7 @@ MachineModel load_machine_model(const std::string& platform_path, int P) {
   m.eager_threshold_bytes = mp.eager_threshold_bytes;
   m.eager_per_byte_s = mp.eager_per_byte_s;
   m.rendezvous_handshake_s = mp.rendezvous_handshake_s;
+  m.patterns = mp.patterns;
   m.speed_flops = [hosts](int rank) { return hosts->at(static_cast<std::size_t>(rank))->get_speed(); };
   m.route = [hosts](int src, int dst) {
     RouteFigures f;

@@ -1,8 +1,11 @@
 // The machine figures the analytic model needs, read from a SimGrid platform (routes, speeds, overheads).
 #pragma once
 
+#include "platforms/patterns.hpp"
+
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace mksim::sim {
 
@@ -25,6 +28,9 @@ struct MachineModel {
   /// m <= eager_threshold_bytes, h above it. 0 (the default) leaves every formula as without them.
   double eager_per_byte_s = 0;        ///< c_e
   double rendezvous_handshake_s = 0;  ///< h
+  /// Per-pattern figures (seed 001 table 2): a synchronous phase whose ranks have at most a pattern's partners
+  /// costs rho + beta*D per message (sim/engine/phase_patterns.hpp); none (the default) leaves formulas unchanged.
+  std::vector<platforms::PatternFigures> patterns;
   int hosts = 0;  ///< the platform's compute hosts: the largest P the rank-to-host maps hold (0: unknown)
   std::function<double(int rank)> speed_flops;               ///< flop/s of the host rank runs on
   std::function<RouteFigures(int src, int dst)> route;       ///< network figures between two ranks' hosts

@@ -217,6 +217,19 @@ MachineParams read_machine_params(const simgrid::s4u::Engine& engine)
   params.rendezvous_handshake_s = read_double(*root, "mksim.rendezvous_handshake_s", params.rendezvous_handshake_s);
   if (params.eager_per_byte_s < 0 || params.rendezvous_handshake_s < 0)
     throw std::runtime_error("platform properties mksim.eager_per_byte_s and mksim.rendezvous_handshake_s must be >= 0");
+  if (const auto* all = root->get_properties()) {
+    const std::map<std::string, std::string> props(all->begin(), all->end());
+    params.patterns = platforms::patterns_from_props(props, "zone " + root->get_name());
+  }
+  // A pattern's message is charged rho + beta*D in all, s + r + o of it where the platform charges them: its
+  // start-up must cover them (sim/engine/phase_patterns.hpp).
+  const double overheads = params.send_overhead_s + params.recv_overhead_s + params.per_message_overhead_s;
+  for (const auto& p : params.patterns)
+    for (const double rho : {p.short_rho_s, p.long_rho_s})
+      if (rho < overheads * (1 - 1e-9))
+        throw std::runtime_error("platform pattern " + p.name + ": start-up rho " + std::to_string(rho) +
+                                 " s is below the platform's s + r + o = " + std::to_string(overheads) +
+                                 " s (a message of the pattern cannot cost less than the overheads charged around it)");
   return params;
 }
 

@@ -1,6 +1,8 @@
 // Loading SimGrid platforms and reading the MPI-level figures mksim keeps in them.
 #pragma once
 
+#include "platforms/patterns.hpp"
+
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Host.hpp>
 
@@ -19,6 +21,8 @@ struct MachineParams {
   double skew_alpha_s = 0;              ///< mksim.skew_alpha_s: calibrated skew alpha (seed 000 s.5.2)
   double eager_per_byte_s = 0;          ///< mksim.eager_per_byte_s: sender's extra time per byte of an eager message
   double rendezvous_handshake_s = 0;    ///< mksim.rendezvous_handshake_s: sender's extra time per rendezvous message
+  /// mksim.pattern.<name>.*: per-pattern figures (seed 001 table 2), sorted by partner limit; none by default
+  std::vector<platforms::PatternFigures> patterns;
 };
 
 /** @brief Loads a platform file (any SimGrid XML; mksim's generated meshes through a fast path).

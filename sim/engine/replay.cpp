@@ -7,6 +7,7 @@
 #include "skeletons/rank_rng.hpp"
 
 #include "sim/engine/collectives.hpp"
+#include "sim/engine/phase_patterns.hpp"
 #include "sim/engine/platform.hpp"
 #include "sim/engine/transport.hpp"
 #include "skeletons/error.hpp"
@@ -516,7 +517,10 @@ class ReplayContext final : public P2PLayer {
 
   // ---- point-to-point, on the transport ----
   ReqPtr post_send(int me, int dst, int tag, std::uint32_t ctx, double size, int block) {
-    ReqPtr req = tr_.post_send(me, dst, tag, ctx, size, block);
+    // Per-pattern figures (seed 001 table 2), when the platform has them and the block's phase has a pattern
+    // (found before the run): the message costs rho + beta*D in all.
+    const int pattern = block >= 0 && !block_pattern_.empty() ? block_pattern_[static_cast<std::size_t>(block)] : -1;
+    ReqPtr req = tr_.post_send(me, dst, tag, ctx, size, block, pattern >= 0 ? &patterns_[static_cast<std::size_t>(pattern)] : nullptr);
     RankState& rs = ranks_[me];
     rs.times.messages_sent++;
     rs.times.bytes_sent += static_cast<std::uint64_t>(size);
@@ -612,10 +616,17 @@ class ReplayContext final : public P2PLayer {
 
  public:
   void set_measured(const CollectiveTable* t) { measured_ = t; }
+  /** @brief Per block index, the machine pattern its messages are charged (phase_patterns), or -1. */
+  void set_block_patterns(std::vector<int> patterns, std::vector<platforms::PatternFigures> figures) {
+    block_pattern_ = std::move(patterns);
+    patterns_ = std::move(figures);
+  }
   const std::set<std::string>& measured_notes() const { return measured_notes_; }
 
  private:
   const CollectiveTable* measured_ = nullptr;
+  std::vector<int> block_pattern_;  // empty when the platform has no per-pattern figures
+  std::vector<platforms::PatternFigures> patterns_;  // the platform's, indexed by block_pattern_
   std::set<std::string> measured_notes_;
   const Skeleton& sk_;
   int P_;
@@ -785,6 +796,11 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
   ReplayContext ctx(sk, machine, hosts, opt.P, frame, opt.seed, !opt.timeline_csv.empty());
   ctx.configure_diagnosis(opt.block_stats, opt.what_ifs);
   ctx.set_measured(opt.collectives.get());
+  PatternMap patterns;
+  if (!machine.patterns.empty()) {
+    patterns = phase_patterns(sk, frame, opt.P, machine.patterns);
+    ctx.set_block_patterns(patterns.block_pattern, machine.patterns);
+  }
   // Transfer ends come from the network model itself, so no rank waits on a SimGrid comm (a comm waited by
   // two actors leaks a CPU action in SimGrid 3.32, and one wait simcall per message is saved). NetworkAction
   // is not in SimGrid's public headers; it derives from kernel::resource::Action alone, which is all we read.
@@ -821,6 +837,8 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
   a.emplace_back("machine.skew_alpha_s", num(machine.skew_alpha_s));
   if (machine.eager_per_byte_s != 0) a.emplace_back("machine.eager_per_byte_s", num(machine.eager_per_byte_s));
   if (machine.rendezvous_handshake_s != 0) a.emplace_back("machine.rendezvous_handshake_s", num(machine.rendezvous_handshake_s));
+  for (const auto& p : machine.patterns) a.emplace_back("machine.pattern." + p.name, platforms::describe_pattern(p));
+  for (const auto& ph : patterns.phases) a.emplace_back("pattern." + (ph.label.empty() ? std::string("(unlabelled)") : ph.label), ph.describe());
   if (opt.collectives) {
     std::string dbs;
     for (const auto& f : opt.collectives->sources) dbs += (dbs.empty() ? "" : ",") + f;

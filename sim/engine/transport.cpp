@@ -1,6 +1,8 @@
 // The replay's transport and scheduling layer (see transport.hpp).
 #include "sim/engine/transport.hpp"
 
+#include "sim/engine/phase_patterns.hpp"
+
 #include <simgrid/kernel/Timer.hpp>
 
 #include <algorithm>
@@ -221,23 +223,33 @@ ReqPtr make_request(bool is_send, int owner, int peer, int tag, std::uint32_t ct
 }
 }  // namespace
 
-ReqPtr Transport::post_send(int me, int dst, int tag, std::uint32_t ctx, double size, int block) {
+ReqPtr Transport::post_send(int me, int dst, int tag, std::uint32_t ctx, double size, int block,
+                            const platforms::PatternFigures* pattern) {
   check_abort();
   Rank& rs = ranks_[me];
   rs.lt += m_.send_overhead_s;
+  if (!is_user(ctx)) pattern = nullptr;  // collectives keep their algorithm's costs
   // Per-regime figures (0 unless the platform sets them), user messages only (collectives keep their
   // algorithm's costs): an eager message's copy c_e*m, a rendezvous message's handshake h, both paid by the
   // sender before the data leave, as the analytic model charges them (sim/model/model.cpp, send_extra).
-  if (is_user(ctx)) {
+  // Per-pattern figures replace them.
+  if (is_user(ctx) && !pattern) {
     if (size <= m_.eager_threshold_bytes) rs.lt += m_.eager_per_byte_s * size;
     else rs.lt += m_.rendezvous_handshake_s;
   }
   ReqPtr req = make_request(true, me, dst, tag, ctx, size, block);
   req->eager = size <= m_.eager_threshold_bytes;
-  req->put = send_box_->put_init(req.get(), static_cast<std::uint64_t>(size));
+  // A message charged a per-pattern figure: the figure, measured in the pattern, holds the interference of its
+  // messages, so the transfer carries no bytes (only the route's latency, under the figure) and the simulated
+  // network does not add its own contention to it.
+  req->put = send_box_->put_init(req.get(), pattern ? 0 : static_cast<std::uint64_t>(size));
   req->get = send_box_->get_init();
   ++messages_;
   schedule_post(req);  // the transfer starts at the rank's own time
+  // The pattern's cost beyond s (paid above) and the receiver's r + o, paid by the sender after the message
+  // left: a rank's messages of the phase cost the sum of their rho + beta*D (seed 001 s.4: number of transfers
+  // times rho plus beta times the data), as the model's exchange charges them.
+  if (pattern) rs.lt += pattern_extra_s(*pattern, size, m_.send_overhead_s, m_.recv_overhead_s, m_.per_message_overhead_s);
   if (rs.handles.size() > 64) retire(rs.handles);  // a rank that only sends (eager) and computes never waits
   return req;
 }

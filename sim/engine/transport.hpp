@@ -96,8 +96,10 @@ class Transport {
   void advance(int r, double seconds) { ranks_[r].lt += seconds; }
   /** @brief Moves the rank's clock to `t` if it is behind. */
   void advance_to(int r, double t) { ranks_[r].lt = std::max(ranks_[r].lt, t); }
-  /** @brief Posts a send (the sender pays its overheads first); the transfer starts at the rank's time. */
-  ReqPtr post_send(int me, int dst, int tag, std::uint32_t ctx, double size, int block);
+  /** @brief Posts a send (the sender pays its overheads first); the transfer starts at the rank's time. With a
+   *  per-pattern figure (user messages only), the message costs the pattern's rho + beta*D in all. */
+  ReqPtr post_send(int me, int dst, int tag, std::uint32_t ctx, double size, int block,
+                   const platforms::PatternFigures* pattern = nullptr);
   /** @brief Posts a receive at the rank's time. */
   ReqPtr post_recv(int me, int src, int tag, std::uint32_t ctx, double size, int block);
   /** @brief Blocks the rank until the request completes (an eager send at once); a receive then pays r + o. */

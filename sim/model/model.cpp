@@ -11,6 +11,8 @@
 //     cost their algorithm's rounds, consecutive independent phases overlap (max). T = max over classes.
 #include "sim/model/model.hpp"
 
+#include "sim/engine/phase_patterns.hpp"
+
 #include "skeletons/builder/regress.hpp"
 #include "skeletons/comms.hpp"
 #include "skeletons/error.hpp"
@@ -838,6 +840,8 @@ struct Cost {
 struct MachineSyms {
   symbol s{"s"}, r{"r"}, o{"o"}, alpha{"alpha"}, F{"F"};
   symbol ce{"c_e"}, h{"h_r"};  // per-regime figures: used (and given values) only when the machine sets them
+  std::map<std::string, symbol> pattern_syms;     // rho_2d_short, beta_2d_short, ...: created when a phase uses them
+  std::vector<int> block_pattern;                 // per block, the machine pattern its messages cost (phase_patterns)
   std::vector<std::pair<symbol, double>> routes;  // L1, beta1, ... in order of first use
   std::vector<RouteFigures> figures;
   std::vector<std::string> route_users;           // the first label that used each
@@ -881,6 +885,9 @@ class ClassCoster {
     ex m_recv = 0;     // largest message received
     ex route_L = 0, route_beta = 0;
     ex send_extra = 0; // the sends' per-regime costs (c_e*m eager, h_r rendezvous), 0 without them
+    bool patterned = false;  // the label has per-pattern figures: each send adds rho + beta*m - s - r - o
+    ex last_extra = 0;       // the last send's pattern cost beyond s, r, o: its transfer runs under it
+    ex last_tau = 0;         // the last send's transfer: its route's latency (replay sends no bytes for it)
     Cost work;         // compute while the exchange is in flight: W
   };
 
@@ -1015,6 +1022,34 @@ class ClassCoster {
     return m_.rendezvous_handshake_s != 0 ? ex(ms_.h) : ex(0);
   }
 
+  /** @brief The symbol of one per-pattern figure ("rho_2d_short"), given its value at first use. */
+  ex pattern_sym(const std::string& name, const std::string& latex, double value) {
+    auto it = ms_.pattern_syms.find(name);
+    if (it == ms_.pattern_syms.end()) {
+      it = ms_.pattern_syms.emplace(name, symbol(name, latex)).first;
+      ms_.values[it->second] = numeric(value);
+    }
+    return it->second;
+  }
+
+  /** @brief What a send of m bytes of a phase with pattern `k` adds beyond s and the receiver's r + o: rho + beta*m
+   *  - s - r - o of its regime, as replay charges it (pattern_extra_s). The regime follows m (an `if` on the
+   *  breakpoint) unless m is a number, so that queries over the problem size (isospeed) cross the breakpoint. */
+  ex pattern_extra(int k, const ex& m) {
+    const auto& p = m_.patterns.at(static_cast<std::size_t>(k));
+    auto line = [&](bool lng) {
+      const std::string reg = lng ? "long" : "short";
+      const ex rho = pattern_sym("rho_" + p.name + "_" + reg, "\\rho_{\\mathrm{" + p.name + "," + reg + "}}", lng ? p.long_rho_s : p.short_rho_s);
+      const ex beta = pattern_sym("beta_" + p.name + "_" + reg, "\\beta_{\\mathrm{" + p.name + "," + reg + "}}",
+                                  lng ? p.long_beta_s_per_byte : p.short_beta_s_per_byte);
+      return rho + beta * m;
+    };
+    ex cost;
+    if (GiNaC::is_exactly_a<numeric>(m)) cost = line(p.long_regime(fn::to_d(m)));
+    else cost = fn::mk_if(fn::mk_le(m, fn::number(p.breakpoint_bytes)), line(false), line(true));
+    return cost - ms_.s - ms_.r - ms_.o;
+  }
+
   void close(Exchange& x, std::vector<Item>& items) {
     if (!x.open) return;
     Item it;
@@ -1024,7 +1059,10 @@ class ClassCoster {
     it.cost.add(x.work);
     ex comm = x.n_send * ms_.s + x.send_extra;
     if (x.n_recv > 0) {
-      const ex tau = x.route_L + x.m_recv * x.route_beta;
+      ex tau = x.route_L + x.m_recv * x.route_beta;
+      // per-pattern figures: the last message's transfer (its latency: the figure holds the bytes) runs while its
+      // sender pays its pattern cost, the earlier ones under that and more; an exchange waits for what is left
+      if (x.patterned) tau = fn::mk_max(x.last_tau - x.last_extra, 0);
       comm += (W.is_zero() ? tau : ex(fn::mk_max(tau, W) - W)) + x.n_recv * recv_cost();
       if (opt_.skew && m_.skew_alpha_s > 0) it.cost.add(x.label, "skew", ms_.alpha * GiNaC::sqrt(tr_.slots[sk::Skeleton::SLOT_P]));
     }
@@ -1340,9 +1378,15 @@ class ClassCoster {
     const bool is_send = p.kind == sk::P2PKind::SEND || p.kind == sk::P2PKind::ISEND;
     if (is_send) {
       x.n_send++;
-      (void)route(rank_, peer_of(p), label);
-      if (m_.eager_per_byte_s != 0 || m_.rendezvous_handshake_s != 0)
+      const ex latency = route(rank_, peer_of(p), label).first;
+      if (const int k = ms_.block_pattern.empty() ? -1 : ms_.block_pattern.at(static_cast<std::size_t>(block)); k >= 0) {
+        x.patterned = true;
+        x.last_tau = latency;
+        x.last_extra = pattern_extra(k, tr_(p.size_bytes));
+        x.send_extra += x.last_extra;
+      } else if (m_.eager_per_byte_s != 0 || m_.rendezvous_handshake_s != 0) {
         x.send_extra += send_extra(tr_(p.size_bytes), p.size_bytes.eval(frame_));
+      }
       if (p.kind == sk::P2PKind::SEND && !x.n_recv) {
         // an eager blocking send returns at once; one larger than the threshold waits for its receiver
         const double bytes = p.size_bytes.eval(frame_);
@@ -1644,6 +1688,20 @@ AnalyticModel derive_model(const sk::Skeleton& skel, const MachineModel& m, cons
   std::map<std::string, LabelFacts>& labels = walk.labels;
   const auto& classes = walk.classes;
   symbolic_depths(skel, opt, P, labels, notes);
+  // Per-pattern figures (seed 001 table 2): each phase's pattern from the phase graph at P, as replay finds it.
+  std::vector<int> block_pattern;
+  if (!m.patterns.empty()) {
+    PatternMap pm = phase_patterns(skel, base, P, m.patterns);
+    block_pattern = std::move(pm.block_pattern);
+    for (const PhasePattern& ph : pm.phases) {
+      const std::string name = ph.label.empty() ? "(unlabelled)" : "\"" + ph.label + "\"";
+      if (ph.pattern >= 0)
+        notes.insert("phase " + name + " at P=" + std::to_string(P) + ": pattern " + ph.describe() +
+                     "; a message costs rho + beta*m of its pattern and regime (seed 001 table 2)");
+      else if (ph.kind == "none" || platforms::pattern_max_partners(ph.kind) > 0)
+        notes.insert("phase " + name + " at P=" + std::to_string(P) + ": pattern " + ph.describe());
+    }
+  }
 
   // Symbols: P and the parameters, the rank, the `let` values as expressions.
   Translator tr;
@@ -1676,6 +1734,7 @@ AnalyticModel derive_model(const sk::Skeleton& skel, const MachineModel& m, cons
   for (const auto& d : skel.defines) tr.slots[static_cast<std::size_t>(d.slot)] = tr(d.value);
 
   MachineSyms ms;
+  ms.block_pattern = std::move(block_pattern);
   for (const auto& p : skel.params)  // machine symbols must not shadow a parameter
     if (p.name == "s" || p.name == "r" || p.name == "o" || p.name == "alpha" || p.name == "F" || p.name.rfind("L", 0) == 0 ||
         p.name.rfind("beta", 0) == 0)
@@ -1687,6 +1746,11 @@ AnalyticModel derive_model(const sk::Skeleton& skel, const MachineModel& m, cons
   ms.values[ms.alpha] = numeric(m.skew_alpha_s);
   if (m.eager_per_byte_s != 0) ms.values[ms.ce] = numeric(m.eager_per_byte_s);
   if (m.rendezvous_handshake_s != 0) ms.values[ms.h] = numeric(m.rendezvous_handshake_s);
+  if (!m.patterns.empty())
+    for (const auto& p : skel.params)
+      if (p.name.rfind("rho_", 0) == 0)
+        throw sk::SkeletonError(skel.file, "/params/" + p.name,
+                                "the analytic model names the machine's per-pattern figures rho_*, beta_*: rename this parameter");
   if (m.eager_per_byte_s != 0 || m.rendezvous_handshake_s != 0)
     for (const auto& p : skel.params)
       if (p.name == "c_e" || p.name == "h_r")

@@ -543,7 +543,12 @@ MachineModel tabulate_machine_model(const std::string& platform_path, int P) {
                             {"r", m.recv_overhead_s},
                             {"o", m.per_message_overhead_s},
                             {"alpha", m.skew_alpha_s},
-                            {"eager", m.eager_threshold_bytes}};
+                            {"eager", m.eager_threshold_bytes},
+                            {"c_e", m.eager_per_byte_s},
+                            {"h_r", m.rendezvous_handshake_s}};
+        for (const auto& p : m.patterns)
+          h["patterns"].push_back({p.name, p.breakpoint_bytes, p.short_rho_s, p.short_beta_s_per_byte, p.long_rho_s,
+                                   p.long_beta_s_per_byte});
         std::string out = "OK " + h.dump() + "\n";
         std::vector<double> values(n + 2 * n * n);
         for (std::size_t i = 0; i < n; ++i) values[i] = m.speed_flops(static_cast<int>(i));
@@ -573,6 +578,12 @@ MachineModel tabulate_machine_model(const std::string& platform_path, int P) {
   m.per_message_overhead_s = h.at("o").get<double>();
   m.skew_alpha_s = h.at("alpha").get<double>();
   m.eager_threshold_bytes = h.at("eager").get<double>();
+  m.eager_per_byte_s = h.at("c_e").get<double>();
+  m.rendezvous_handshake_s = h.at("h_r").get<double>();
+  if (h.contains("patterns"))
+    for (const auto& p : h.at("patterns"))
+      m.patterns.push_back({p.at(0).get<std::string>(), p.at(1).get<double>(), p.at(2).get<double>(), p.at(3).get<double>(),
+                            p.at(4).get<double>(), p.at(5).get<double>(), ""});
   m.speed_flops = [table, n](int rank) {
     if (rank < 0 || static_cast<std::size_t>(rank) >= n)
       throw std::out_of_range("machine table: rank " + std::to_string(rank) + " outside its " + std::to_string(n) + " ranks");

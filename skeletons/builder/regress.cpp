@@ -1415,6 +1415,14 @@ std::optional<Outcome> fit_exact(const Data& d, const Probes& pr, const FitOptio
   return exact_outcome(d, d, pr, sp, models, [](Candidate&) {});
 }
 
+/** The offset of `value` from `from` modulo m, taken in (-m/2, m/2] (norm 0), [-m/2, m/2) (1) or [0, m) (2). */
+double offset_mod(double value, double from, double m, int norm) {
+  double delta = std::fmod(value - from, m);
+  if (delta < 0) delta += m;
+  if ((norm == 0 && delta > m / 2) || (norm == 1 && delta >= m / 2)) delta -= m;
+  return delta;
+}
+
 /** Peers of periodic exchanges: value = (rank + delta) % P with delta an exact expression of the run
  *  (1, -1, 2^floor(log2(P)/2), P/2, ...). delta is taken in (-P/2, P/2], then [-P/2, P/2), then [0, P). */
 std::optional<Outcome> fit_exact_modular(const Data& d, const Probes& pr, const FitOptions& o) {
@@ -1430,10 +1438,7 @@ std::optional<Outcome> fit_exact_modular(const Data& d, const Probes& pr, const 
     Data dd = d;
     dd.mean_abs = 0;
     for (Point& p : dd.points) {
-      const double P = p.x[0];
-      double delta = std::fmod(p.y - p.x.back(), P);
-      if (delta < 0) delta += P;
-      if ((norm == 0 && delta > P / 2) || (norm == 1 && delta >= P / 2)) delta -= P;
+      const double delta = offset_mod(p.y, p.x.back(), p.x[0], norm);
       p.y = p.lo = p.hi = delta;
       dd.mean_abs += std::fabs(delta) / static_cast<double>(dd.points.size());
     }
@@ -1456,6 +1461,66 @@ std::optional<Outcome> fit_exact_modular(const Data& d, const Probes& pr, const 
     out.notes.back() += ", for the offset from rank modulo P";
     best = std::move(out);
     best_complexity = complexity;
+  }
+  return best;
+}
+
+/** Peers along the rows of a periodic grid (rank = x + B*y, the row wrapping around): value = rank - rank % B +
+ *  (rank + delta + B) % B, with B the row length (2^floor(log2(P)/2) or P/2^floor(log2(P)/2), the sides of the grid
+ *  atm2d-style programs and MPI_Dims_create make for P a power of two) and delta an exact expression of the run
+ *  (west -1, east +1), taken as fit_exact_modular takes it. Every run must have at least 2 ranks per row. */
+std::optional<Outcome> fit_exact_row_modular(const Data& d, const Probes& pr, const FitOptions& o) {
+  if (!d.has_rank || !d.varies.back()) return std::nullopt;
+  struct Row {
+    const char* text;
+    double (*at)(double P);
+  };
+  static const Row rows[] = {{"2^floor(log2(P)/2)", [](double P) { return std::exp2(std::floor(std::log2(P) / 2)); }},
+                             {"P/2^floor(log2(P)/2)", [](double P) { return P / std::exp2(std::floor(std::log2(P) / 2)); }}};
+  std::optional<Outcome> best;
+  double best_complexity = 0;
+  for (const Row& row : rows) {
+    for (int norm = 0; norm < 3; ++norm) {
+      Data dd = d;
+      dd.mean_abs = 0;
+      bool fits = true;
+      for (Point& p : dd.points) {
+        const double B = row.at(p.x[0]), rank = p.x.back();
+        if (!integral(B) || B < 2 || !integral(p.y)) {
+          fits = false;
+          break;
+        }
+        const double base = rank - std::fmod(rank, B);
+        if (p.y < base || p.y >= base + B) {  // a peer in another row
+          fits = false;
+          break;
+        }
+        const double delta = offset_mod(p.y, rank, B, norm);
+        p.y = p.lo = p.hi = delta;
+        dd.mean_abs += std::fabs(delta) / static_cast<double>(dd.points.size());
+      }
+      if (!fits) break;  // the row length does not fit these runs: no normalisation will
+      for (Point& p : dd.points) p.d = p.y != 0 ? std::fabs(p.y) : (dd.mean_abs > 0 ? dd.mean_abs : 1.0);
+      const ExactSpace sp = exact_space(dd, pr, false);
+      std::vector<ExactModel> models = exact_models(dd, sp, o.max_terms);
+      if (models.empty()) continue;
+      const double complexity = static_cast<double>(models.front().complexity());
+      if (best && complexity >= best_complexity) continue;
+      const std::string B = std::string("(") + row.text + ")";
+      auto wrap = [&](Candidate& c) {
+        const bool minus = c.text.size() > 1 && c.text[0] == '-' && !has_sum(c.text.substr(1));
+        c.text = "rank - rank % " + B + " + (rank " + (minus ? "- " + c.text.substr(1) : "+ " + c.text) + " + " + B + ") % " + B;
+        for (std::size_t q = 0; q < c.at.size(); ++q) {
+          const double rank = pr.x[q].back(), len = row.at(pr.x[q][0]);
+          c.at[q] = rank - std::fmod(rank, len) + std::fmod(rank + c.at[q] + len, len);
+        }
+      };
+      Outcome out = exact_outcome(d, dd, pr, sp, models, wrap);
+      if (!text_reproduces(d, out.expr)) continue;
+      out.notes.back() += ", for the offset from rank along a row of " + std::string(row.text) + " ranks that wraps around";
+      best = std::move(out);
+      best_complexity = complexity;
+    }
   }
   return best;
 }
@@ -1736,6 +1801,7 @@ Fit fit_quantity(const std::vector<Sample>& samples, const std::vector<std::stri
   std::optional<Outcome> out;
   if (consistent) out = fit_exact(d, pr, options);
   if (!out && consistent && options.integer) out = fit_exact_modular(d, pr, options);
+  if (!out && consistent && options.integer) out = fit_exact_row_modular(d, pr, options);
   if (!out) {
     out = fit_least_squares(d, pr, options);
     if (options.integer)
