@@ -15,6 +15,7 @@ PKGS=(
   python3-h5py python3-pandas
   chromium
   pajeng
+  lammps lammps-examples hpcc stress-ng
 )
 missing=()
 for p in "${PKGS[@]}"; do
