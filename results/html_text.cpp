@@ -36,7 +36,7 @@ std::string script_safe_js(std::string js) {
   for (const std::string& bad : {std::string("</script"), std::string("</SCRIPT"), std::string("<!--")}) {
     std::size_t at = 0;
     while ((at = js.find(bad, at)) != std::string::npos) {
-      js.insert(at + 1, "\\");
+      js.insert(at + 1, 1, '\\');  // (a char, not a string: GCC 12 warns -Wrestrict on the latter)
       at += bad.size() + 1;
     }
   }
