@@ -35,14 +35,19 @@ else
 fi
 # mksim report's plotting library (results/README.md): Vega-Lite from npm (Debian has vega only), pinned, into the
 # directory CMake's MKSIM_VEGA_DIR points at by default; and playwright-core (the report test drives Debian's
-# chromium with it to move the model explorer's controls). A no-op when all four are there.
+# chromium with it to move the model explorer's controls). playwright-core 1.61.1 is the last release that runs on
+# Debian 12's Node.js 18 (1.62 on refuse anything below 20). A no-op when all four are there at these versions.
 JS_DIR=/usr/local/share/mksim/js
-if [ -f "$JS_DIR/node_modules/vega/build/vega.min.js" ] && [ -f "$JS_DIR/node_modules/vega-lite/build/vega-lite.min.js" ] &&
-   [ -f "$JS_DIR/node_modules/vega-embed/build/vega-embed.min.js" ] && [ -f "$JS_DIR/node_modules/playwright-core/package.json" ]; then
+JS_PKGS=(vega@6.4.0 vega-lite@6.4.3 vega-embed@7.3.0 playwright-core@1.61.1)
+js_missing=()
+for spec in "${JS_PKGS[@]}"; do
+  name=${spec%@*} version=${spec##*@}
+  grep -q "\"version\": *\"$version\"" "$JS_DIR/node_modules/$name/package.json" 2>/dev/null || js_missing+=("$spec")
+done
+if [ ${#js_missing[@]} -eq 0 ]; then
   echo "install-deps: Vega-Lite and playwright-core present in $JS_DIR"
 else
-  echo "install-deps: installing vega, vega-lite, vega-embed, playwright-core into $JS_DIR (npm)"
+  echo "install-deps: installing ${js_missing[*]} into $JS_DIR (npm)"
   $SUDO mkdir -p "$JS_DIR"
-  $SUDO npm install --prefix "$JS_DIR" --no-audit --no-fund --loglevel=error vega@6.4.0 vega-lite@6.4.3 vega-embed@7.3.0 \
-    playwright-core@1.64.1
+  $SUDO npm install --prefix "$JS_DIR" --no-audit --no-fund --loglevel=error "${JS_PKGS[@]}"
 fi
