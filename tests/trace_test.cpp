@@ -72,8 +72,8 @@ std::string slurp_text(const fs::path& p) {
 
 // mktrace -np P -o DIR -- PROGRAM ARGS; returns the exit status, output in DIR.log
 int trace(const std::string& program, int P, const std::string& args, const fs::path& dir,
-          const std::string& params = "") {
-  std::string cmd = MKTRACE + " -np " + std::to_string(P) + " " + params + " -o " + dir.string() + " -- " +
+          const std::string& params = "", const std::string& env = "") {
+  std::string cmd = env + MKTRACE + " -np " + std::to_string(P) + " " + params + " -o " + dir.string() + " -- " +
                     program + " " + args + " >" + dir.string() + ".log 2>&1";
   const int rc = std::system(cmd.c_str());
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
@@ -998,7 +998,9 @@ const mksim::trace::CommArgs& args_of(const mksim::trace::RankTrace& t, const Ev
 TEST_F(TraceTest, TopologyAndCommunicatorCallsAreRecordedWithTheirArguments) {
   const int P = 6;
   const fs::path dir = tmp_ / "topo";
-  ASSERT_EQ(trace(TOPO_APP, P, "forms", dir), 0) << slurp_text(dir.string() + ".log");
+  // OpenMPI 4.1.4's treematch topology component hangs now and then in MPI_Dist_graph_create (every rank spins in
+  // ompi_comm_nextcid; 1 run in 3 here beside other jobs): the basic component makes the same communicators.
+  ASSERT_EQ(trace(TOPO_APP, P, "forms", dir, "", "OMPI_MCA_topo=basic "), 0) << slurp_text(dir.string() + ".log");
   const mksim::trace::Run run = mksim::trace::read_run(dir.string(), {.require_complete = true});
   const int PROC_NULL = mksim::trace::PROC_NULL;
   for (int r = 0; r < P; ++r) {
