@@ -20,6 +20,7 @@ Part B (SMPI, exact): the hand-written atm2d skeleton (Paragon flops) as SimGrid
 speed_file=PROFILE, against mksim on the same file (the XML's speed_file) and against mksim on the plain
 platform with `--load` (speed rank:0 PROFILE): within 1%.
 
+Test (ctest load_smpi): --skip-real --nice 0 --check-smpi 0.01 (part B only, about a second).
 Usage: python3 bench/load_acceptance.py [--build build] [--duties 25,50,75] [--reps 3] [--seeds 5]
        [--slice-ms 10] [--programs atm2d,jacobi2d] [--skip-real] [--skip-smpi] [--csv OUT.csv]
 Needs stress-ng, OpenMPI's mpirun, smpirun (libsimgrid-dev), a built tree. Standard library only.
@@ -188,19 +189,30 @@ def part_b(a, tmp, rows):
     print("== SMPI (smpirun -replay of the atm2d skeleton's TI traces) with a speed_file on node-0, against mksim")
     mksim = os.path.join(a.build, "sim", "mksim")
     P = 4
-    plat = os.path.join(tmp, "plain.xml")
-    sh([mksim, "platform", "--machine", "t3e", "--nodes", str(P), "-o", plat])
     prof = os.path.join(tmp, "node0.prof")
     with open(prof, "w") as f:  # half speed 2 ms of every 5 ms, a quarter speed for 1 ms
         f.write("0.001 0.5\n0.003 0.25\n0.004 1\nLOOPAFTER 0.001\n")
-    with open(plat) as f:
-        text = f.read()
-    loaded = os.path.join(tmp, "loaded.xml")
-    text2, n = re.subn(r'(<host id="node-0"[^>]*?)(/?>)', r'\1 speed_file="node0.prof"\2', text, count=1)
-    if n != 1:
-        raise SystemExit("no <host id=\"node-0\"> in %s" % plat)
-    with open(loaded, "w") as f:
-        f.write(text2)
+    # generated platforms declare hosts in a <cluster> (no per-host speed_file): hosts written one by one here,
+    # with the T3E's MPI figures (the generated t3e platform's mksim.* properties)
+    t3e = os.path.join(tmp, "t3e.xml")
+    sh([mksim, "platform", "--machine", "t3e", "--nodes", str(P), "-o", t3e])
+    props = platform_props(t3e)
+    plat, loaded = os.path.join(tmp, "plain.xml"), os.path.join(tmp, "loaded.xml")
+    for path, attr in ((plat, ""), (loaded, ' speed_file="node0.prof"')):
+        with open(path, "w") as f:
+            f.write("<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+                    "<platform version=\"4.1\">\n<zone id=\"root\" routing=\"Full\">\n")
+            for k, v in props.items():
+                if k.startswith("mksim.") and not k.startswith("mksim.mesh"):
+                    f.write('  <prop id="%s" value="%s"/>\n' % (k, v))
+            for r in range(P):
+                f.write('  <host id="node-%d" speed="900Mf"%s/>\n' % (r, attr if r == 0 else ""))
+                f.write('  <link id="l-%d" bandwidth="80MBps" latency="10us"/>\n' % r)
+            for i in range(P):
+                for j in range(i + 1, P):
+                    f.write('  <route src="node-%d" dst="node-%d"><link_ctn id="l-%d"/>'
+                            '<link_ctn id="l-%d"/></route>\n' % (i, j, i, j))
+            f.write("</zone>\n</platform>\n")
     load = os.path.join(tmp, "node0.load")
     with open(load, "w") as f:
         f.write("speed rank:0 node0.prof\n")
@@ -211,7 +223,6 @@ def part_b(a, tmp, rows):
     hostfile = os.path.join(tmp, "hosts")
     with open(hostfile, "w") as f:
         f.write("".join("node-%d\n" % r for r in range(P)))
-    props = platform_props(plat)
     res = {}
     for name, xml in (("plain", plat), ("loaded", loaded)):
         cmd = ["smpirun", "-no-privatize", "-np", str(P), "-platform", xml, "-hostfile", hostfile, "-replay", summary["index"]]
@@ -245,10 +256,14 @@ def main():
     ap.add_argument("--skip-real", action="store_true")
     ap.add_argument("--skip-smpi", action="store_true")
     ap.add_argument("--csv", default="")
+    ap.add_argument("--check-smpi", type=float, default=0, help="exit 1 when an SMPI gap exceeds this fraction (tests: 0.01)")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
     a.duties = [int(x) for x in a.duties.split(",") if x]
     a.programs = [p for p in a.programs.split(",") if p]
+    if a.check_smpi and not shutil.which("smpirun"):
+        print("no smpirun: skipped")
+        sys.exit(77)
     if a.nice:
         print("autogroup:", isolate(a.nice))
     rows = []
@@ -262,6 +277,11 @@ def main():
             part_a(a, tmp, rows)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if a.check_smpi:
+        bad = [r for r in rows if r["part"] == "smpi" and abs(float(r["error_pct"])) > 100 * a.check_smpi]
+        if bad or not rows:
+            print("FAILED: SMPI gaps above %.2f%%: %s" % (100 * a.check_smpi, bad))
+            sys.exit(1)
     if a.csv:
         with open(a.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=["part", "program", "args", "duty_pct", "measured_s", "runs_s", "predicted_s", "ci95_s",
