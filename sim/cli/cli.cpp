@@ -53,6 +53,7 @@ namespace {
 const char* USAGE =
     "usage: mksim [predict] --platform FILE --P N [--skeleton FILE] [--param NAME=VALUE ...] [-o OUT.h5]\n"
     "                       [--timeline OUT.csv] [--seed S] [--cfg KEY:VALUE ...] [--collectives DB.h5,...]\n"
+    "                       [--load FILE [--load-seed S] [--load-seeds N]]\n"
     "       mksim check --skeleton FILE [--P N] [--param NAME=VALUE ...]\n"
     "       mksim model --platform FILE --P N [--skeleton FILE] [--param NAME=VALUE ...] [--format text|latex|json]\n"
     "                   [--no-skew] [--cross-check] [--collectives DB.h5,...] [--optimize NAME --range LO..HI] [--Ps LIST] [--speedup]\n"
@@ -61,7 +62,7 @@ const char* USAGE =
     "                     --scan P=LO..HI | NAME=LO..HI [--P N] [--param NAME=VALUE ...] [--no-skew]\n"
     "       mksim sweep --skeleton FILE --platform A[,B...] --P LIST [--param NAME=LIST ...] [--mode replay|model|both]\n"
     "                   -o OUT.h5 [--jobs J] [--timeout S] [--memory-limit GIB] [--retry-failed] [--config FILE]\n"
-    "                   [--best NAME [--metric replay|model]] [--collectives DB.h5,...]  (LIST: 1,2,4 | 4..4096 | 4..4096:x2 | 1..10:+1)\n"
+    "                   [--best NAME [--metric replay|model]] [--collectives DB.h5,...] [--load FILE [--load-seed S]]  (LIST: 1,2,4 | 4..4096 | 4..4096:x2 | 1..10:+1)\n"
     "       mksim sweep --from OUT.h5 --best NAME [--metric replay|model]\n"
     "       mksim diagnose SKELETON --platform FILE --P N [--param NAME=VALUE ...] [-o DIAG.h5]\n"
     "       mksim report IN.h5 [MORE.h5 ...] -o REPORT.html [--timeline FILE.csv ...] [--title TEXT]\n"
@@ -85,10 +86,15 @@ int cmd_predict(const std::vector<std::string>& args, std::ostream& out, std::os
   po::options_description desc("mksim predict");
   std::string platform, skeleton, output, timeline;
   int P = 0;
-  unsigned long long seed = 1;
+  unsigned long long seed = 1, load_seed = 1;
+  std::string load;
+  int load_seeds = 1;
   std::vector<std::string> params, cfg, colls;
   desc.add_options()("help,h", "this help")
       ("platform", po::value(&platform)->required(), "SimGrid platform XML (or a bundled name: paragon, t3e, ipsc860)")
+      ("load", po::value(&load), "background load file: host speed and link profiles, stochastic busy loads (sim/engine/README.md)")
+      ("load-seed", po::value(&load_seed)->default_value(1), "seed of the first draw of the load file's stochastic loads")
+      ("load-seeds", po::value(&load_seeds)->default_value(1), "replay this many draws of the stochastic load: mean and 95% interval")
       ("P", po::value(&P)->required(), "number of MPI ranks to simulate")
       ("skeleton", po::value(&skeleton)->default_value(std::string(MKSIM_DATA_DIR) + "/skeletons/examples/atm2d.json"), "skeleton JSON")
       ("param", po::value(&params)->composing(), "parameter value NAME=VALUE (repeatable, or comma-separated)")
@@ -108,6 +114,10 @@ int cmd_predict(const std::vector<std::string>& args, std::ostream& out, std::os
   opt.timeline_csv = timeline;
   opt.simgrid_config = cfg;
   opt.warnings = &err;
+  opt.load_file = load;
+  opt.load_seed = load_seed;
+  if (load_seeds < 1) throw UsageError("--load-seeds must be >= 1");
+  if (load_seeds > 1 && load.empty()) throw UsageError("--load-seeds needs --load FILE");
   if (!opt.platform_path.empty() && !fs::exists(opt.platform_path))
     throw UsageError(platform + ": no such platform file (bundled: ipsc860, paragon, t3e)");
   if (!output.empty()) {
@@ -115,9 +125,16 @@ int cmd_predict(const std::vector<std::string>& args, std::ostream& out, std::os
     if (!dir.empty() && !fs::is_directory(dir)) throw UsageError(output + ": directory " + dir.string() + " does not exist");
   }
   skeletons::Skeleton sk = skeletons::load_skeleton(resolve_data(skeleton, "skeletons/examples"));
-  results::RunResult res = replay(sk, opt);
+  results::RunResult res = load_seeds > 1 ? replay_load_seeds(sk, opt, load_seeds) : replay(sk, opt);
   if (!output.empty()) results::write_run_hdf5(output, res);
   out << results::summarize(res);
+  for (const auto& [k, v] : res.attributes)
+    if (k == "load.hosts" || k == "load.links") out << k << ": " << v << "\n";
+  if (load_seeds > 1) {
+    std::map<std::string, std::string> a(res.attributes.begin(), res.attributes.end());
+    out << "background load: " << load_seeds << " draws (seeds " << a["load.seeds"] << "): mean " << a["load.mean_s"]
+        << " s, 95% interval +- " << a["load.ci95_s"] << " s (times " << a["load.times_s"] << ")\n";
+  }
   if (!output.empty()) out << "results: " << output << "\n";
   if (!timeline.empty()) out << "timeline: " << timeline << "\n";
   return EXIT_OK;
@@ -423,7 +440,8 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   std::vector<std::string> platforms, params, colls;
   int jobs = 0;
   double timeout = 0, memory_gib = 0;
-  unsigned long long seed = 1;
+  unsigned long long seed = 1, load_seed = 1;
+  std::string load;
   bool retry = false, no_skew = false, quiet = false;
   desc.add_options()("help,h", "this help")
       ("skeleton", po::value(&skeleton)->default_value(std::string(MKSIM_DATA_DIR) + "/skeletons/examples/atm2d.json"), "skeleton JSON")
@@ -443,7 +461,9 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
       ("best", po::value(&best), "then print the best value of this column (K, P, platform...) for each combination of the others")
       ("metric", po::value(&metric)->default_value(""), "what --best compares: replay or model (default: replay when run)")
       ("from", po::value(&from), "answer --best from this existing table, without sweeping")
-      ("collectives", po::value(&colls)->composing(), "mkcalib bench databases DB.h5[,DB2.h5...], one per rank count: measured collectives");
+      ("collectives", po::value(&colls)->composing(), "mkcalib bench databases DB.h5[,DB2.h5...], one per rank count: measured collectives")
+      ("load", po::value(&load), "background load file for replay (as mksim predict --load; one draw per point)")
+      ("load-seed", po::value(&load_seed)->default_value(1), "seed of the load file's stochastic loads");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).run(), vm);
   if (vm.count("help")) {
@@ -512,6 +532,8 @@ int cmd_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostr
   opt.model = mode != "replay";
   opt.skew = !no_skew;
   opt.seed = seed;
+  opt.load_file = load;
+  opt.load_seed = load_seed;
   opt.output = output;
   opt.jobs = jobs;
   opt.timeout_s = timeout;

@@ -2,10 +2,12 @@
 // that nothing of the parent's (buffers, atexit handlers, SimGrid's teardown) runs twice.
 #include "sim/engine/isolate.hpp"
 
+#include "sim/engine/load.hpp"
 #include "skeletons/error.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <csignal>
@@ -148,6 +150,36 @@ results::RunResult replay_in_child(const skeletons::Skeleton& skeleton, const Re
   if (r.code == 3) throw DeadlockError(r.output);
   if (r.code != 0) throw ReplayError(r.output);
   return run_result_from_json(r.output);
+}
+
+results::RunResult replay_load_seeds(const skeletons::Skeleton& skeleton, const ReplayOptions& options, int seeds) {
+  if (seeds < 1) throw ReplayError("--load-seeds must be >= 1");
+  results::RunResult first;
+  std::vector<double> times;
+  std::string seed_list, time_list;
+  for (int i = 0; i < seeds; ++i) {
+    ReplayOptions o = options;
+    o.load_seed = options.load_seed + static_cast<std::uint64_t>(i);
+    results::RunResult r = replay_in_child(skeleton, o);
+    times.push_back(r.predicted_time_s);
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.10g", r.predicted_time_s);
+    seed_list += (i ? "," : "") + std::to_string(o.load_seed);
+    time_list += (i ? "," : "") + std::string(buf);
+    if (i == 0) first = std::move(r);
+  }
+  const auto [mean, half] = mean_ci95(times);
+  char m[40], h[40];
+  std::snprintf(m, sizeof m, "%.10g", mean);
+  std::snprintf(h, sizeof h, "%.10g", half);
+  auto& a = first.attributes;
+  a.erase(std::remove_if(a.begin(), a.end(), [](const auto& kv) { return kv.first == "load.seed"; }), a.end());
+  a.emplace_back("load.seeds", seed_list);
+  a.emplace_back("load.times_s", time_list);
+  a.emplace_back("load.mean_s", m);
+  a.emplace_back("load.ci95_s", h);
+  std::sort(a.begin(), a.end());
+  return first;
 }
 
 }  // namespace mksim::sim

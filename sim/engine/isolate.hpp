@@ -40,6 +40,11 @@ ChildResult run_in_child(const std::function<std::string()>& work, const std::fu
  *  must not have a SimGrid engine running threads (call before load_machine_model in the same process). */
 results::RunResult replay_in_child(const skeletons::Skeleton& skeleton, const ReplayOptions& options);
 
+/** @brief Replays under `seeds` draws of the stochastic background load (load_seed, load_seed + 1, ...), each in
+ *  a child process: the first draw's result, with attributes load.seeds, load.times_s (each draw's predicted
+ *  time), load.mean_s and load.ci95_s (half-width of the 95% Student-t interval of the mean). */
+results::RunResult replay_load_seeds(const skeletons::Skeleton& skeleton, const ReplayOptions& options, int seeds);
+
 /** @brief A RunResult as JSON and back (the child-to-parent format; doubles kept exactly). */
 std::string run_result_to_json(const results::RunResult& result);
 results::RunResult run_result_from_json(const std::string& text);

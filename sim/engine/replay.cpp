@@ -7,6 +7,8 @@
 #include "skeletons/rank_rng.hpp"
 
 #include "sim/engine/collectives.hpp"
+#include "sim/engine/load.hpp"
+#include <simgrid/kernel/Timer.hpp>
 #include "sim/engine/phase_patterns.hpp"
 #include "sim/engine/platform.hpp"
 #include "sim/engine/transport.hpp"
@@ -61,6 +63,8 @@ struct TimelineRow {
 
 struct RankState {
   sg4::Host* host = nullptr;
+  double peak_speed = 1;          // the host's peak flop/s (its speed profile, if any, is in avail)
+  Availability* avail = nullptr;  // the host's availability under background load, or none (dedicated)
   std::vector<double> frame;
   skeletons::RankRng rng;
   skeletons::CoinTosses coins;    // shared coins of prob branches (format v2 `coin`)
@@ -93,6 +97,7 @@ class ReplayContext final : public P2PLayer {
     for (int r = 0; r < P; ++r) {
       RankState& rs = ranks_[r];
       rs.host = hosts[r];
+      rs.peak_speed = hosts[r]->get_pstate_speed(hosts[r]->get_pstate());
       rs.frame = base_frame;
       bind_rank(sk_, rs.frame, r, layout_);
       rs.coll_seq.assign(layout_.comms.size(), 0);
@@ -117,6 +122,12 @@ class ReplayContext final : public P2PLayer {
       block_phase_.push_back(is_leaf(b) ? static_cast<int>(std::lower_bound(labels.begin(), labels.end(), b.phase) - labels.begin())
                                         : -1);
     rank_phase_.assign(static_cast<std::size_t>(P_) * phase_.size(), 0.0);
+  }
+
+  /** @brief The availability profile of each rank's host (nullptr: dedicated); the context keeps them. */
+  void set_load(std::vector<std::unique_ptr<Availability>> avail) {
+    avail_ = std::move(avail);
+    for (int r = 0; r < P_ && static_cast<std::size_t>(r) < avail_.size(); ++r) ranks_[r].avail = avail_[r].get();
   }
 
   /** @brief Turns on per-rank block statistics and applies the what-ifs (block ids resolved here). */
@@ -382,10 +393,17 @@ class ReplayContext final : public P2PLayer {
         throw ReplayError(where(r, b.index) + "cv \"" + c.dist->cv.text() + "\" = " + fmt(cv) + " " + why);
       v *= sample_multiplier(*c.dist, cv, rs.rng);
     }
-    double seconds = c.in_flops ? v / rs.host->get_speed() : v;
+    double seconds = c.in_flops ? v / rs.peak_speed : v;
     if (!set_compute_.empty()) {  // what-ifs
       if (set_compute_[b.index] >= 0) seconds = set_compute_[b.index];
       seconds *= scale_compute_[b.index] * rs.agg;
+    }
+    if (rs.avail) {  // background load: the block ends when the available speed has done its full-speed work
+      try {
+        seconds = rs.avail->finish(now(r), seconds) - now(r);
+      } catch (const LoadError& e) {
+        throw ReplayError(where(r, b.index) + e.what());
+      }
     }
     if (stats_) {
       rank_block_compute_[static_cast<std::size_t>(r) * sk_.blocks.size() + static_cast<std::size_t>(b.index)] += seconds;
@@ -633,6 +651,7 @@ class ReplayContext final : public P2PLayer {
   bool timeline_on_;
   skeletons::CommLayout layout_;  // the communicators' members at P, laid out once
   std::vector<RankState> ranks_;
+  std::vector<std::unique_ptr<Availability>> avail_;
   std::vector<std::uint64_t> block_exec_;
   std::vector<double> block_time_;
   std::vector<double> block_bytes_;
@@ -749,6 +768,87 @@ std::string num(double v) {
   return buf;
 }
 
+/** @brief Applies the link profile's value at time t and schedules its next change while ranks remain. */
+void schedule_link_event(sg4::Link* link, std::shared_ptr<Availability> prof, bool bandwidth, double peak, double t) {
+  simgrid::kernel::timer::Timer::set(t, [link, prof, bandwidth, peak, t] {
+    const double v = prof->value_at(t);
+    if (bandwidth) link->set_bandwidth(peak * v);
+    else link->set_latency(v);
+    const double next = prof->piece_end(t);
+    if (std::isfinite(next) && sg4::Engine::get_instance()->get_actor_count() > 0) schedule_link_event(link, prof, bandwidth, peak, next);
+  });
+}
+
+/** @brief The background load of a run: each rank's availability (or none) and what to record. */
+struct LoadSetup {
+  std::vector<std::unique_ptr<Availability>> avail;
+  std::string hosts;   ///< "host=source; ..." for loaded hosts
+  std::string links;   ///< "link bandwidth=file; ..."
+  std::string model;   ///< the load file's rules
+  bool stochastic = false;
+};
+
+/** @brief Host speed profiles of the platform XML and of the load file (which wins), drawn stochastic loads, and
+ *  the load file's link profiles attached to SimGrid's links. */
+LoadSetup setup_load(sg4::Engine& engine, const ReplayOptions& opt, const std::vector<sg4::Host*>& hosts) {
+  LoadSetup out;
+  out.avail.resize(static_cast<std::size_t>(opt.P));
+  std::vector<std::string> source(static_cast<std::size_t>(opt.P));
+  try {
+    const auto xml = xml_speed_files(opt.platform_path);
+    for (int r = 0; r < opt.P; ++r)
+      for (const auto& [id, file] : xml)
+        if (id == hosts[r]->get_name()) {
+          out.avail[r] = std::make_unique<Availability>(read_profile(file));
+          source[r] = file;
+        }
+    if (!opt.load_file.empty()) {
+      const LoadSpec spec = read_load_spec(opt.load_file);
+      out.model = spec.describe();
+      out.stochastic = spec.stochastic();
+      for (int r = 0; r < opt.P; ++r) {
+        const LoadSpec::HostRule* rule = nullptr;
+        for (const auto& h : spec.hosts)
+          if (host_rule_matches(h.hosts, hosts[r]->get_name(), r, h.where)) rule = &h;
+        if (!rule) continue;
+        if (rule->profile.empty()) {
+          out.avail[r] = std::make_unique<Availability>(rule->busy.draw(opt.load_seed, r, rule->where + rule->busy.describe()));
+          source[r] = rule->busy.describe();
+        } else {
+          out.avail[r] = std::make_unique<Availability>(read_profile(rule->profile));
+          source[r] = rule->profile;
+        }
+      }
+      for (const auto& l : spec.links) {
+        std::vector<sg4::Link*> links;
+        if (l.link == "*") {
+          links = engine.get_all_links();
+        } else if (sg4::Link* link = engine.link_by_name_or_null(l.link)) {
+          links.push_back(link);
+        } else {
+          throw LoadError(l.where + "no link \"" + l.link + "\" in " + opt.platform_path);
+        }
+        for (sg4::Link* link : links) {
+          // Links are sealed once the platform is loaded, so SimGrid's own profiles cannot be attached any more:
+          // a chain of kernel timers sets the link's bandwidth (peak x value) or latency (value) at each event of
+          // the profile, which is what SimGrid's profile does (sim/engine/README.md, "Background load").
+          auto prof = std::make_shared<Availability>(read_profile(l.profile));
+          const bool bw = l.kind == "bandwidth";
+          const double peak = link->get_bandwidth();
+          const double first = prof->first_event();
+          schedule_link_event(link, prof, bw, peak, bw ? 0.0 : first);
+        }
+        out.links += (out.links.empty() ? "" : "; ") + (l.link + " " + l.kind + "=" + l.profile);
+      }
+    }
+  } catch (const LoadError& e) {
+    throw ReplayError(e.what());
+  }
+  for (int r = 0; r < opt.P; ++r)
+    if (out.avail[r]) out.hosts += (out.hosts.empty() ? "" : "; ") + (hosts[r]->get_name() + "=" + source[r]);
+  return out;
+}
+
 }  // namespace
 
 results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
@@ -795,6 +895,8 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
 
   ReplayContext ctx(sk, machine, hosts, opt.P, frame, opt.seed, !opt.timeline_csv.empty());
   ctx.configure_diagnosis(opt.block_stats, opt.what_ifs);
+  LoadSetup load = setup_load(engine, opt, hosts);
+  ctx.set_load(std::move(load.avail));
   ctx.set_measured(opt.collectives.get());
   PatternMap patterns;
   if (!machine.patterns.empty()) {
@@ -855,6 +957,13 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
   }
   a.emplace_back("P", std::to_string(opt.P));
   a.emplace_back("seed", std::to_string(opt.seed));
+  if (!load.hosts.empty()) a.emplace_back("load.hosts", load.hosts);
+  if (!load.links.empty()) a.emplace_back("load.links", load.links);
+  if (!opt.load_file.empty()) {
+    a.emplace_back("load.file", opt.load_file);
+    a.emplace_back("load.model", load.model);
+    if (load.stochastic) a.emplace_back("load.seed", std::to_string(opt.load_seed));
+  }
   for (const auto& p : sk.params) a.emplace_back("param." + p.name, num(frame[sk.symbols.find(p.name)]));
   a.emplace_back("skeleton", sk.file);
   a.emplace_back("skeleton.name", sk.name);

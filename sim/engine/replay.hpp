@@ -42,6 +42,11 @@ struct ReplayOptions {
   /// Measured collectives (--collectives): a collective of a kind the table measured synchronises its ranks
   /// (it starts when the last one arrives) and then takes t(P, bytes) on each; other kinds keep their algorithm.
   std::shared_ptr<const CollectiveTable> collectives = nullptr;
+  /// Background load (`--load`, sim/engine/load.hpp): host speed profiles and stochastic loads the interpreter
+  /// integrates into compute blocks, link profiles given to SimGrid. Empty: only the platform's own speed_file
+  /// profiles (hosts' profiles in the XML are integrated the same way; links' are SimGrid's anyway).
+  std::string load_file;
+  std::uint64_t load_seed = 1;               ///< seed of the stochastic loads (busy lines of the load file)
 };
 
 /** @brief The skeleton deadlocked at the requested P: what() lists blocked ranks and what each waits for. */

@@ -157,6 +157,8 @@ int replay_child(int fd, const skeletons::Skeleton& skeleton, const SweepOptions
     ro.params = param_map(opt.grid, point);
     ro.seed = opt.seed;
     ro.collectives = opt.collectives;
+    ro.load_file = opt.load_file;
+    ro.load_seed = opt.load_seed;
     const results::RunResult r = replay(skeleton, ro);
     const results::RankTimes& critical = r.ranks.at(static_cast<std::size_t>(r.critical_rank));
     rec.value.status = "ok";
@@ -519,6 +521,10 @@ SweepSummary run_sweep(const skeletons::Skeleton& skeleton, const SweepOptions& 
     a.emplace_back("mode", opt.replay && opt.model ? "both" : opt.replay ? "replay" : "model");
     a.emplace_back("seed", std::to_string(opt.seed));
     a.emplace_back("skew", opt.skew ? "1" : "0");
+    if (!opt.load_file.empty()) {
+      a.emplace_back("load.file", opt.load_file);
+      a.emplace_back("load.seed", std::to_string(opt.load_seed));
+    }
     if (opt.collectives) {
       std::string dbs, fit;
       for (const auto& f : opt.collectives->sources) dbs += (dbs.empty() ? "" : ",") + f;

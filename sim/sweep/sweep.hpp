@@ -75,6 +75,8 @@ struct SweepOptions {
   std::ostream* progress = nullptr;  ///< where progress and notes go (stderr), or none
   bool progress_bar = false;         ///< redraw a bar (a terminal) rather than stay quiet
   std::shared_ptr<const CollectiveTable> collectives = nullptr;  ///< measured collectives (--collectives) for both methods
+  std::string load_file;          ///< background load (--load, sim/engine/load.hpp) for replay; one draw per point
+  std::uint64_t load_seed = 1;    ///< seed of its stochastic loads
 };
 
 /** @brief What a sweep did. */
