@@ -8,7 +8,6 @@
 
 #include "sim/engine/collectives.hpp"
 #include "sim/engine/load.hpp"
-#include <simgrid/kernel/Timer.hpp>
 #include "sim/engine/phase_patterns.hpp"
 #include "sim/engine/platform.hpp"
 #include "sim/engine/transport.hpp"
@@ -16,6 +15,7 @@
 #include "skeletons/skeleton_io.hpp"
 
 #include <simgrid/kernel/resource/Action.hpp>
+#include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
 #include <simgrid/version.h>
 #include <xbt/config.hpp>
