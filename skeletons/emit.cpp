@@ -326,6 +326,20 @@ std::string number(double v) {
   return v < 0 ? "(" + s + ")" : s;
 }
 
+/** @brief A value for people: the shortest text that reads back exactly. */
+std::string plain(double v) {
+  std::ostringstream o;
+  o.precision(17);
+  o << v;
+  for (int p = 1; p <= 17; ++p) {
+    std::ostringstream t;
+    t.precision(p);
+    t << v;
+    if (std::stod(t.str()) == v) return t.str();
+  }
+  return o.str();
+}
+
 class Emitter {
  public:
   explicit Emitter(const Skeleton& sk) : sk_(sk) {
@@ -353,7 +367,7 @@ class Emitter {
       << " * Run:   mpirun -np P ./prog [NAME=VALUE ...] [--seed=S] [--flops-rate=R] [--timing]\n"
       << " * Parameters:";
     for (const auto& p : sk_.params)
-      o << " " << p.name << (p.default_value ? "=" + number(*p.default_value) : std::string(" (required)"));
+      o << " " << p.name << (p.default_value ? "=" + plain(*p.default_value) : std::string(" (required)"));
     if (sk_.params.empty()) o << " none";
     o << "\n */\n"
       << "#define _POSIX_C_SOURCE 200809L\n#include <mpi.h>\n#include <math.h>\n#include <stdarg.h>\n#include <stdint.h>\n"
@@ -675,12 +689,11 @@ class Emitter {
   }
 
   void emit_main(std::ostringstream& o) {
-    o << "static void mk_usage(FILE* f) {\n  fprintf(f, \"usage: %s [NAME=VALUE ...] [--seed=S] [--flops-rate=R] [--timing]\\n\"\n"
-         "             \"parameters:";
-    for (const auto& p : sk_.params)
-      o << " " << p.name << (p.default_value ? "=" + number(*p.default_value) : std::string(" (required)"));
+    o << "static void mk_usage(FILE* f, const char* prog) {\n  fprintf(f, \"usage: %s [NAME=VALUE ...] [--seed=S] [--flops-rate=R] [--timing]\\n\"\n"
+         "             \"the program of skeleton %s; parameters:";
+    for (const auto& p : sk_.params) o << " " << p.name << (p.default_value ? "=" + plain(*p.default_value) : std::string(" (required)"));
     if (sk_.params.empty()) o << " none";
-    o << "\\n\", MK_FILE);\n}\n\n";
+    o << "\\n\", prog, MK_FILE);\n}\n\n";
     o << "static const char* const MK_PARAM_NAME[] = {";
     for (std::size_t i = 0; i < sk_.params.size(); ++i) o << (i ? ", " : "") << c_string(sk_.params[i].name);
     if (sk_.params.empty()) o << "\"\"";
@@ -714,13 +727,13 @@ static int mk_args(mk_state* S, int argc, char** argv, int* timing) {
       continue;
     }
     if (strcmp(s, "--timing") == 0) { *timing = 1; continue; }
-    if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) { if (S->rank == 0) mk_usage(stdout); return 1; }
+    if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) { if (S->rank == 0) mk_usage(stdout, argv[0]); return 1; }
     const char* eq = strchr(s, '=');
     int k = -1;
     for (int i = 0; eq && i < MK_NPARAMS; ++i)
       if (strlen(MK_PARAM_NAME[i]) == (size_t)(eq - s) && strncmp(MK_PARAM_NAME[i], s, (size_t)(eq - s)) == 0) k = i;
     if (k < 0) {
-      if (S->rank == 0) { fprintf(stderr, "%s: unknown argument \"%s\"\n", MK_FILE, s); mk_usage(stderr); }
+      if (S->rank == 0) { fprintf(stderr, "%s: unknown argument \"%s\"\n", argv[0], s); mk_usage(stderr, argv[0]); }
       return 2;
     }
     S->F[MK_PARAM_SLOT[k]] = strtod(eq + 1, &end);
@@ -728,13 +741,13 @@ static int mk_args(mk_state* S, int argc, char** argv, int* timing) {
     given[k] = 1;
     continue;
   bad:
-    if (S->rank == 0) fprintf(stderr, "%s: \"%s\": not a number\n", MK_FILE, s);
+    if (S->rank == 0) fprintf(stderr, "%s: \"%s\": not a number\n", argv[0], s);
     return 2;
   }
   for (int i = 0; i < MK_NPARAMS; ++i) {
     if (given[i]) continue;
     if (!MK_PARAM_HAS_DEFAULT[i]) {
-      if (S->rank == 0) fprintf(stderr, "%s: parameter \"%s\" has no default: give %s=VALUE\n", MK_FILE, MK_PARAM_NAME[i], MK_PARAM_NAME[i]);
+      if (S->rank == 0) fprintf(stderr, "%s: parameter \"%s\" has no default: give %s=VALUE\n", argv[0], MK_PARAM_NAME[i], MK_PARAM_NAME[i]);
       return 2;
     }
     S->F[MK_PARAM_SLOT[i]] = MK_PARAM_DEFAULT[i];
