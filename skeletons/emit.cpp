@@ -328,6 +328,7 @@ std::string number(double v) {
 
 /** @brief A value for people: the shortest text that reads back exactly. */
 std::string plain(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
   std::ostringstream o;
   o.precision(17);
   o << v;
