@@ -94,6 +94,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=1800)
     ap.add_argument("-o", "--output", default=os.path.join(HERE, "results", "emit_smpi.csv"))
     a = ap.parse_args()
+    a.platform = os.path.abspath(a.platform)  # smpirun runs in a temporary directory
     a.mkskel = os.path.join(a.build, "sim", "mkskel")
     a.mksim = os.path.join(a.build, "sim", "mksim")
     names = a.skeleton or sorted(f[:-5] for f in os.listdir(os.path.join(ROOT, "skeletons", "examples")) if f.endswith(".json"))
