@@ -29,17 +29,18 @@ namespace {
 const std::string SRC = MKSIM_SOURCE_DIR;
 const std::string BIN = MKSIM_BINARY_DIR;
 
+// This process's scratch directory (each test case runs in a process of its own under ctest), removed at exit.
 fs::path workdir() {
-  static const fs::path d = [] {
-    fs::path p = fs::temp_directory_path() / ("mksim_emit_test_" + std::to_string(::getpid()));
-    fs::create_directories(p);
-    return p;
-  }();
-  return d;
+  const fs::path p = fs::temp_directory_path() / ("mksim_emit_test_" + std::to_string(::getpid()));
+  fs::create_directories(p);
+  return p;
 }
 
 struct Cleanup {
-  ~Cleanup() { fs::remove_all(workdir()); }
+  ~Cleanup() {
+    std::error_code ec;
+    fs::remove_all(fs::temp_directory_path() / ("mksim_emit_test_" + std::to_string(::getpid())), ec);
+  }
 } cleanup;
 
 std::pair<int, std::string> sh(const std::string& cmd) { return mksim::test::shell(cmd + " 2>&1"); }
