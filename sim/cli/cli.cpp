@@ -17,6 +17,7 @@
 #include "sim/engine/replay.hpp"
 #include "sim/cli/report_cli.hpp"
 #include "sim/sweep/sweep.hpp"
+#include "skeletons/emit.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/builder/builder.hpp"
 #include "skeletons/builder/holdout.hpp"
@@ -692,7 +693,8 @@ const char* MKSKEL_USAGE =
     "         append ::NAME=VALUE,... to set or override the run's parameters (required for OTF2/TI)\n"
     "       mkskel show SKELETON.json\n"
     "       mkskel inspect TRACE\n"
-    "       mkskel compare SKELETON.json TRACE [--param NAME=VALUE ...] [--show N]\n";
+    "       mkskel compare SKELETON.json TRACE [--param NAME=VALUE ...] [--show N]\n"
+    "       mkskel emit SKELETON.json -o PROG.c\n";
 
 /** @brief Reads one traced run given as PATH[::NAME=VALUE,...]. */
 trace::Run read_any_run(const std::string& arg) {
@@ -951,6 +953,38 @@ int cmd_skel_compare(const std::vector<std::string>& args, std::ostream& out) {
   return exact == rep.ranks.size() ? EXIT_OK : EXIT_FAILED;
 }
 
+// A runnable MPI C program from a skeleton (skeletons/emit.hpp): a proxy application that takes the skeleton's
+// parameters as NAME=VALUE arguments.
+int cmd_skel_emit(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mkskel emit");
+  std::string output;
+  std::vector<std::string> positional;
+  desc.add_options()("help,h", "this help")
+      ("output,o", po::value(&output)->required(), "C program to write")
+      ("input", po::value(&positional)->composing(), "SKELETON.json (positional)");
+  po::positional_options_description pos;
+  pos.add("input", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+  if (vm.count("help")) {
+    out << MKSKEL_USAGE << desc;
+    return EXIT_OK;
+  }
+  po::notify(vm);
+  if (positional.size() != 1) throw UsageError("usage: mkskel emit SKELETON.json -o PROG.c");
+  const skeletons::Skeleton sk = skeletons::load_skeleton(resolve_data(positional[0], "skeletons/examples"));
+  const std::string text = skeletons::emit_c(sk);
+  calibration::write_file_atomically(output, text);
+  std::size_t lines = 0;
+  for (char c : text) lines += c == '\n';
+  out << "wrote " << output << ": MPI C program of skeleton \"" << sk.name << "\" (" << lines << " lines, "
+      << sk.blocks.size() << " block(s), " << sk.comms.size() << " communicator(s), " << sk.params.size() << " parameter(s))\n"
+      << "build: mpicc -O2 -o prog " << output << " -lm  (or smpicc for SMPI); run: mpirun -np P ./prog";
+  for (const auto& p : sk.params) out << " " << p.name << "=VALUE";
+  out << "\n";
+  return EXIT_OK;
+}
+
 }  // namespace
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -1000,6 +1034,7 @@ int run_mkskel(const std::vector<std::string>& args, std::ostream& out, std::ost
     if (args[0] == "show") return cmd_skel_show(rest, out);
     if (args[0] == "inspect") return cmd_skel_inspect(rest, out);
     if (args[0] == "compare") return cmd_skel_compare(rest, out);
+    if (args[0] == "emit") return cmd_skel_emit(rest, out);
     throw UsageError("unknown command \"" + args[0] + "\"\n" + MKSKEL_USAGE);
   });
 }
