@@ -1064,7 +1064,14 @@ class Builder {
     fo.integer = true;
     fo.allow_rank = allow_rank;
     Fit f = fit_quantity(samples, params_, fo);
-    if (!f.exact || has_decimal_literal(f.expr)) return per_run_int(samples, where, fits, field, allow_rank);
+    if (!f.exact || has_decimal_literal(f.expr)) {
+      // a size or count of a decomposition (N^3/(P*dims(P, 2, 1)), N/sqrt(P)): exact, never negative
+      if (const std::string d = decomposition_fit(samples, params_); !d.empty()) {
+        fits[field] = {{"expr", d}, {"form", "decomposition"}};
+        return d;
+      }
+      return per_run_int(samples, where, fits, field, allow_rank);
+    }
     note_ambiguity(where + "/" + field, f);
     return f.expr;
   }

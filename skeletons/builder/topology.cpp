@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <set>
+#include <tuple>
 
 namespace mksim::skeletons::builder {
 
@@ -38,6 +39,85 @@ bool has_decimal_literal(const std::string& text) {
       if (std::isdigit(static_cast<unsigned char>(text[b]))) return true;  // a number, not a name like c01_cart.rank
     }
   return false;
+}
+
+std::string decomposition_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params) {
+  if (samples.empty()) return "";
+  for (const Sample& x : samples)
+    if (!(x.value > 0)) return "";
+  std::vector<std::string> divisors = {"1", "P", "sqrt(P)", "P^(2/3)", "P^(1/3)"};
+  for (int d = 2; d <= 3; ++d)
+    for (int i = 0; i < d; ++i) {
+      const std::string side = "dims(P, " + std::to_string(d) + ", " + std::to_string(i) + ")";
+      divisors.push_back(side);
+      divisors.push_back("(P*" + side + ")");
+    }
+  divisors.push_back("ldiv(P)");
+  divisors.push_back("(P/ldiv(P))");
+  std::vector<std::string> names{"P"};
+  if (samples.front().vars.count("rank")) names.push_back("rank");
+  for (const std::string& p : params) names.push_back(p);
+  const std::size_t np = params.size();
+  int combos = 1;
+  for (std::size_t i = 0; i < np; ++i) combos *= 4;
+  struct Cand {
+    int nonzero, degree;
+    std::size_t divisor;
+    int combo;
+  };
+  std::vector<Cand> order;
+  for (int k = 0; k < combos; ++k) {
+    int nz = 0, deg = 0, rest = k;
+    for (std::size_t i = 0; i < np; ++i, rest /= 4) nz += rest % 4 != 0, deg += rest % 4;
+    for (std::size_t d = 0; d < divisors.size(); ++d) order.push_back({nz, deg, d, k});
+  }
+  std::stable_sort(order.begin(), order.end(), [](const Cand& a, const Cand& b) {
+    return std::tie(a.nonzero, a.degree, a.divisor) < std::tie(b.nonzero, b.degree, b.divisor);
+  });
+  for (const Cand& c : order) {
+    std::string mono;
+    int rest = c.combo;
+    for (std::size_t i = 0; i < np; ++i, rest /= 4) {
+      const int e = rest % 4;
+      if (e == 0) continue;
+      mono += (mono.empty() ? "" : "*") + params[i] + (e > 1 ? "^" + std::to_string(e) : "");
+    }
+    std::string ldiv_free = divisors[c.divisor];
+    // ldiv(P): the largest divisor of P up to sqrt(P), written out with the expression language's max over
+    // what `dims(P, 2, 1)` gives (MPI_Dims_create(P, 2)'s smaller side is exactly that divisor)
+    for (std::size_t at; (at = ldiv_free.find("ldiv(P)")) != std::string::npos;) ldiv_free.replace(at, 7, "dims(P, 2, 1)");
+    const std::string body = (mono.empty() ? std::string("1") : mono) + "/" + ldiv_free;
+    try {
+      const Feature f(body, names, false);
+      double ratio = 0;
+      bool ok = true;
+      for (const Sample& x : samples) {
+        const double v = f.eval(x.vars);
+        if (!(v > 0) || !std::isfinite(v)) {
+          ok = false;
+          break;
+        }
+        const double r = x.value / v;
+        if (ratio == 0) ratio = r;
+        else if (std::fabs(r - ratio) > 1e-9 * std::fabs(ratio)) {
+          ok = false;
+          break;
+        }
+      }
+      if (!ok) continue;
+      for (int q = 1; q <= 64; ++q) {
+        const double p = std::round(ratio * q);
+        if (p < 1 || std::fabs(p - ratio * q) > 1e-7 * q) continue;
+        std::string coef = std::to_string(static_cast<long long>(p));
+        std::string text = (mono.empty() ? coef : (p == 1 ? mono : coef + "*" + mono));
+        if (ldiv_free != "1") text += "/" + ldiv_free;
+        if (q > 1) text = "(" + text + ")/" + std::to_string(q);
+        return text;
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  return "";
 }
 
 namespace {

@@ -83,6 +83,12 @@ class Topology {
  *  search writes true fractions as p/q), not an integer elsewhere. */
 bool has_decimal_literal(const std::string& text);
 
+/** @brief An exact decomposition form for an integer that is the same on every rank of a run: c times a
+ *  product of the parameters' powers (0..3) divided by one of 1, P, sqrt(P), P^(2/3), P^(1/3), the sides of
+ *  MPI_Dims_create(P, 2 or 3), P times a side, or the largest divisor of P up to sqrt(P) (and P over it),
+ *  c a fraction p/q with q <= 64; "" when none reproduces every sample. Never negative. */
+std::string decomposition_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params);
+
 /** @brief `rank` and `P` in an expression replaced (whole words) by `rank_to` and `size_to`. */
 std::string rename_rank_and_size(const std::string& text, const std::string& rank_to, const std::string& size_to);
 
