@@ -52,14 +52,14 @@ std::string decomposition_fit(const std::vector<Sample>& samples, const std::vec
       divisors.push_back(side);
       divisors.push_back("(P*" + side + ")");
     }
-  divisors.push_back("ldiv(P)");
-  divisors.push_back("(P/ldiv(P))");
   std::vector<std::string> names{"P"};
   if (samples.front().vars.count("rank")) names.push_back("rank");
   for (const std::string& p : params) names.push_back(p);
   const std::size_t np = params.size();
+  // exponents of each parameter: 0, 1, 2, 3, -1 (a block size in the denominator: N/(nb*P))
+  static constexpr int EXP[] = {0, 1, 2, 3, -1};
   int combos = 1;
-  for (std::size_t i = 0; i < np; ++i) combos *= 4;
+  for (std::size_t i = 0; i < np; ++i) combos *= 5;
   struct Cand {
     int nonzero, degree;
     std::size_t divisor;
@@ -68,24 +68,22 @@ std::string decomposition_fit(const std::vector<Sample>& samples, const std::vec
   std::vector<Cand> order;
   for (int k = 0; k < combos; ++k) {
     int nz = 0, deg = 0, rest = k;
-    for (std::size_t i = 0; i < np; ++i, rest /= 4) nz += rest % 4 != 0, deg += rest % 4;
+    for (std::size_t i = 0; i < np; ++i, rest /= 5) nz += rest % 5 != 0, deg += std::abs(EXP[rest % 5]);
     for (std::size_t d = 0; d < divisors.size(); ++d) order.push_back({nz, deg, d, k});
   }
   std::stable_sort(order.begin(), order.end(), [](const Cand& a, const Cand& b) {
     return std::tie(a.nonzero, a.degree, a.divisor) < std::tie(b.nonzero, b.degree, b.divisor);
   });
   for (const Cand& c : order) {
-    std::string mono;
+    std::string mono, under;
     int rest = c.combo;
-    for (std::size_t i = 0; i < np; ++i, rest /= 4) {
-      const int e = rest % 4;
-      if (e == 0) continue;
-      mono += (mono.empty() ? "" : "*") + params[i] + (e > 1 ? "^" + std::to_string(e) : "");
+    for (std::size_t i = 0; i < np; ++i, rest /= 5) {
+      const int e = EXP[rest % 5];
+      if (e > 0) mono += (mono.empty() ? "" : "*") + params[i] + (e > 1 ? "^" + std::to_string(e) : "");
+      if (e < 0) under += (under.empty() ? "" : "*") + params[i];
     }
     std::string ldiv_free = divisors[c.divisor];
-    // ldiv(P): the largest divisor of P up to sqrt(P), written out with the expression language's max over
-    // what `dims(P, 2, 1)` gives (MPI_Dims_create(P, 2)'s smaller side is exactly that divisor)
-    for (std::size_t at; (at = ldiv_free.find("ldiv(P)")) != std::string::npos;) ldiv_free.replace(at, 7, "dims(P, 2, 1)");
+    if (!under.empty()) ldiv_free = ldiv_free == "1" ? under : "(" + under + "*" + ldiv_free + ")";
     const std::string body = (mono.empty() ? std::string("1") : mono) + "/" + ldiv_free;
     try {
       const Feature f(body, names, false);

@@ -83,10 +83,10 @@ class Topology {
  *  search writes true fractions as p/q), not an integer elsewhere. */
 bool has_decimal_literal(const std::string& text);
 
-/** @brief An exact decomposition form for an integer that is the same on every rank of a run: c times a
- *  product of the parameters' powers (0..3) divided by one of 1, P, sqrt(P), P^(2/3), P^(1/3), the sides of
- *  MPI_Dims_create(P, 2 or 3), P times a side, or the largest divisor of P up to sqrt(P) (and P over it),
- *  c a fraction p/q with q <= 64; "" when none reproduces every sample. Never negative. */
+/** @brief An exact decomposition form for a positive integer: c times a product of the parameters' powers
+ *  (-1..3) divided by one of 1, P, sqrt(P), P^(2/3), P^(1/3), the sides of MPI_Dims_create(P, 2 or 3) (the
+ *  smaller side of MPI_Dims_create(P, 2) is the largest divisor of P up to sqrt(P)) or P times a side, c a
+ *  fraction p/q with q <= 64; "" when none reproduces every sample. Never negative. */
 std::string decomposition_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params);
 
 /** @brief `rank` and `P` in an expression replaced (whole words) by `rank_to` and `size_to`. */
