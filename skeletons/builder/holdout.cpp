@@ -217,11 +217,12 @@ HoldOutReport compare_with_trace(const Skeleton& sk, const trace::Run& run, cons
   // declarations number them differently
   const TopoRun tr{&run, {}, run.dir};
   const Topology topo({tr}, {});
+  const auto old_sizes = communicator_sizes(run);
   for (int rank = 0; rank < run.P; ++rank) {
     RankComparison rc;
     rc.rank = rank;
     const auto comms = topo.communicators(tr, rank);
-    std::map<long, long> sizes;
+    std::map<long, long> sizes = old_sizes[static_cast<std::size_t>(rank)];  // traces without ARGS records
     for (const auto& [id, m] : comms) sizes[static_cast<long>(id)] = static_cast<long>(m.size());
     auto want = traced_ops(run.ranks[static_cast<std::size_t>(rank)], sizes);
     for (CommOp& op : want)
