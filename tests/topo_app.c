@@ -170,6 +170,35 @@ static void grid(int rank, int P, int steps, int bytes)
     MPI_Comm_free(&cart);
 }
 
+/* STEPS iterations on a 3-D grid of MPI_Dims_create(P, 3) that is not periodic: a 6-face halo from
+   MPI_Cart_shift (MPI_PROC_NULL at the faces of the grid, sent and received as such), and one edge
+   neighbour (+1, +1, 0) computed from the coordinates, MPI_PROC_NULL when it does not exist. */
+static void cube(int rank, int P, int steps, int bytes)
+{
+    const int n = bytes / 8 > 0 ? bytes / 8 : 1;
+    int dims[3] = {0, 0, 0}, periods[3] = {0, 0, 0}, c[3], nbr[6], edge[2];
+    MPI_Comm cart;
+    MPI_Dims_create(P, 3, dims);
+    MPI_Cart_create(MPI_COMM_WORLD, 3, dims, periods, 0, &cart);
+    MPI_Cart_coords(cart, rank, 3, c);
+    for (int d = 0; d < 3; ++d) MPI_Cart_shift(cart, d, 1, &nbr[2 * d], &nbr[2 * d + 1]);
+    int up[3] = {c[0] + 1, c[1] + 1, c[2]}, down[3] = {c[0] - 1, c[1] - 1, c[2]};
+    edge[0] = up[0] < dims[0] && up[1] < dims[1] ? -1 : MPI_PROC_NULL;
+    edge[1] = down[0] >= 0 && down[1] >= 0 ? -1 : MPI_PROC_NULL;
+    if (edge[0] == -1) MPI_Cart_rank(cart, up, &edge[0]);
+    if (edge[1] == -1) MPI_Cart_rank(cart, down, &edge[1]);
+    MPI_Request rq[16];
+    for (int s = 0; s < steps; ++s) {
+        for (int k = 0; k < 6; ++k) MPI_Irecv(rbuf + k * n, n, MPI_DOUBLE, nbr[k], k, cart, &rq[k]);
+        for (int k = 0; k < 6; ++k) MPI_Isend(buf + k * n, n, MPI_DOUBLE, nbr[k ^ 1], k, cart, &rq[6 + k]);
+        MPI_Irecv(rbuf + 6 * n, n, MPI_DOUBLE, edge[1], 7, cart, &rq[12]);
+        MPI_Isend(buf + 6 * n, n, MPI_DOUBLE, edge[0], 7, cart, &rq[13]);
+        MPI_Waitall(14, rq, MPI_STATUSES_IGNORE);
+        MPI_Allreduce(buf, rbuf, 1, MPI_DOUBLE, MPI_SUM, cart);
+    }
+    MPI_Comm_free(&cart);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -189,10 +218,12 @@ int main(int argc, char **argv)
                 for (int k = 0; k < d; ++k) printf(" %d", dims[k]);
                 printf("\n");
             }
+    } else if (argc > 3 && strcmp(argv[1], "cube") == 0) {
+        cube(rank, P, atoi(argv[2]), atoi(argv[3]));
     } else if (argc > 3 && strcmp(argv[1], "grid") == 0) {
         grid(rank, P, atoi(argv[2]), atoi(argv[3]));
     } else {
-        if (rank == 0) fprintf(stderr, "usage: topo_app forms | dims N | grid STEPS BYTES\n");
+        if (rank == 0) fprintf(stderr, "usage: topo_app forms | dims N | grid STEPS BYTES | cube STEPS BYTES\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     MPI_Finalize();

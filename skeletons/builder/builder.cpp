@@ -5,6 +5,7 @@
 #include "skeletons/builder/features.hpp"
 #include "skeletons/builder/predicate.hpp"
 #include "skeletons/builder/regress.hpp"
+#include "skeletons/builder/topology.hpp"
 #include "skeletons/expr.hpp"
 #include "skeletons/trace/reader.hpp"
 
@@ -14,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -442,7 +444,11 @@ std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_sh
 class Builder {
  public:
   Builder(std::vector<RunInfo> runs, std::vector<std::string> params, const BuildOptions& o)
-      : runs_(std::move(runs)), params_(std::move(params)), opt_(o) {}
+      : runs_(std::move(runs)), params_(std::move(params)), opt_(o) {
+    // communicators and topologies (trace format v4): declarations, and calls' ranks relative to them
+    for (const RunInfo& r : runs_) topo_runs_.push_back({r.run, r.vars, r.name});
+    topo_ = std::make_unique<Topology>(topo_runs_, params_);
+  }
 
   BuildResult result;
 
@@ -470,6 +476,13 @@ class Builder {
     }
     for (const auto& m : members_) collect_waited(*m.seq);
     nlohmann::json phases = build_phases();
+    nlohmann::json comms;
+    if (topo_->any()) {
+      nlohmann::json unused = nlohmann::json::object();
+      comms = topo_->declarations(
+          [&](const std::vector<Sample>& s, const std::string& w, const char* f, bool r) { return fit_int(s, w, unused, f, r); },
+          result.warnings);
+    }
     // shapes that agree on an order share the copies of a level whose shapes disagree; when the ranks of
     // such a copy follow no condition on rank, every shape gets its own copy there instead
     const std::size_t warnings = result.warnings.size(), ambiguities = result.ambiguities.size();
@@ -500,6 +513,12 @@ class Builder {
     sk["body"] = std::move(body);
     // format v2 only when the skeleton uses it (regions, distributions): others stay readable by v1 readers
     sk["version"] = uses_v2_ ? 2 : 1;
+    if (uses_untraced_) sk["let"]["no_exact_expression"] = -7;
+    if (!comms.is_null() && !comms.empty()) {  // format v3: communicators, and the grids' sides and coordinates
+      sk["comms"] = comms;
+      for (const auto& [k, v] : topo_->lets()) sk["let"][k] = v;
+      sk["version"] = 3;
+    }
     if (!phases.empty()) sk["phases"] = phases;
     nlohmann::json prov;
     prov["tool"] = "mkskel";
@@ -532,6 +551,44 @@ class Builder {
   std::vector<RunInfo> runs_;
   std::vector<std::string> params_;
   BuildOptions opt_;
+  std::vector<TopoRun> topo_runs_;   // parallel to runs_
+  std::unique_ptr<Topology> topo_;
+
+  const TopoRun& trun(const Member& m) const { return topo_runs_[static_cast<std::size_t>(m.run - runs_.data())]; }
+
+  // The skeleton communicator of a call (topology.hpp): 0 world; -1 when its ranks' communicators are of
+  // different declarations.
+  int call_decl(const UNode& u) const {
+    int d = -2;
+    for (const Occ& o : u.occ)
+      for (std::size_t k = 0; k < o.nodes.size(); ++k) {
+        const Member& m = members_[shapes_[o.shape][k]];
+        const int x = topo_->decl_of(trun(m), m.rank, std::get<Call>(o.nodes[k]->op).comm);
+        if (d == -2) d = x;
+        else if (d != x) return -1;
+      }
+    return std::max(d, 0);
+  }
+
+  // A rank-valued number of a call (peer, root: world ranks in the trace) as a rank of its communicator.
+  template <class F>
+  std::string fit_comm_rank(const UNode& u, int decl, F get, const std::string& at, nlohmann::json& fits, const char* field) {
+    if (!topo_->any()) return field == std::string("root") ? fit_int(samples(u, get), at, fits, field, false)
+                                                           : fit_call_int(u, get, at, fits, field);
+    std::vector<RankObs> obs;
+    for (const Occ& o : u.occ)
+      for (std::size_t k = 0; k < o.nodes.size(); ++k) {
+        const Member& m = members_[shapes_[o.shape][k]];
+        obs.push_back({&trun(m), m.rank, std::get<Call>(o.nodes[k]->op).comm, static_cast<int>(get(*o.nodes[k]))});
+      }
+    bool exact = true;
+    std::string note;
+    const std::string text = topo_->fit_rank(
+        decl, obs, [&](const std::vector<Sample>& s, const std::string& w, const char* f, bool r) { return fit_int(s, w, fits, f, r); },
+        at, field, exact, note);
+    if (!note.empty()) result.ambiguities.push_back(at + "/" + field + ": " + note);
+    return text;
+  }
   std::vector<Member> members_;
   std::vector<std::vector<std::size_t>> shapes_;        // shape -> member indices
   std::map<std::uint64_t, std::string> request_names_;  // waited isend/irecv site -> name
@@ -539,6 +596,7 @@ class Builder {
   std::map<std::uint64_t, std::string> site_phase_;      // call site -> phase name
   std::string last_request_phase_;                       // phase of the last isend/irecv emitted
   bool fixed_params_ = false;                            // some fit met a parameter that never varied
+  bool uses_untraced_ = false;  // some integer is written per traced run (per_run_int): let no_exact_expression
   bool uses_v2_ = false;                                 // a region or a compute distribution was written
 
   // The communication phase graph of every run (cpg.hpp), generalised: a phase is the same in two runs
@@ -1006,15 +1064,72 @@ class Builder {
     fo.integer = true;
     fo.allow_rank = allow_rank;
     Fit f = fit_quantity(samples, params_, fo);
-    if (!f.exact) {
-      fo.integer = false;
-      f = fit_quantity(samples, params_, fo);
-      result.warnings.push_back(where + "/" + field + ": no exact expression fits every run; using \"" + f.expr +
-                                "\" (largest relative error " + fmt_number(f.max_rel_error) + ")");
-      fits[field] = {{"expr", f.expr}, {"max_rel_error", f.max_rel_error}, {"cv_rel_error", f.cv_rel_error}};
+    if (!f.exact || has_decimal_literal(f.expr)) {
+      // a size or count of a decomposition (N^3/(P*dims(P, 2, 1)), N/sqrt(P)): exact, never negative
+      if (const std::string d = decomposition_fit(samples, params_); !d.empty()) {
+        fits[field] = {{"expr", d}, {"form", "decomposition"}};
+        return d;
+      }
+      return per_run_int(samples, where, fits, field, allow_rank);
     }
     note_ambiguity(where + "/" + field, f);
     return f.expr;
+  }
+
+  // Integers stay integers: a count, size, peer, tag or root that no exact expression of rank, P and the
+  // parameters reproduces in every run is never a least-squares polynomial (which is not an integer, and
+  // may be negative or out of range elsewhere). It is written as each traced run's own exact expression
+  // (else that run's values rank by rank), selected by the run's P and parameters, and `no_exact_expression`
+  // (-7: no count, size or rank) at any other run, so that the skeleton replays at the traced runs and
+  // refuses clearly elsewhere. A warning and an ambiguity (mkskel build --strict refuses) say which
+  // quantity, where, and which runs would decide.
+  std::string per_run_int(const std::vector<Sample>& samples, const std::string& where, nlohmann::json& fits,
+                          const char* field, bool allow_rank) {
+    std::map<std::string, std::vector<Sample>> by_run;
+    std::vector<std::string> order;
+    for (const Sample& x : samples) {
+      if (!by_run.count(x.run)) order.push_back(x.run);
+      by_run[x.run].push_back(x);
+    }
+    std::string text = "no_exact_expression", runs_text;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const std::vector<Sample>& own = by_run[*it];
+      std::string cond = "P == " + fmt_number(own.front().vars.at("P"));
+      for (const std::string& p : params_) cond += " && " + p + " == " + fmt_number(own.front().vars.at(p));
+      Vars run_vars = own.front().vars;
+      run_vars.erase("rank");
+      runs_text = describe_vars(run_vars) + (runs_text.empty() ? "" : "; ") + runs_text;
+      bool same = true;
+      for (const Sample& x : own) same = same && x.value == own.front().value;
+      std::string e = fmt_number(own.front().value);
+      if (!same) {
+        FitOptions fo;
+        fo.integer = true;
+        fo.allow_rank = allow_rank;
+        const Fit g = fit_quantity(own, params_, fo);
+        if (g.exact && !has_decimal_literal(g.expr)) {
+          e = g.expr;
+        } else {  // the run's values rank by rank
+          std::map<int, double> v;
+          for (const Sample& x : own) v[static_cast<int>(x.vars.at("rank"))] = x.value;
+          e = "no_exact_expression";
+          for (auto r = v.rbegin(); r != v.rend(); ++r) e = "if(rank == " + std::to_string(r->first) + ", " + fmt_number(r->second) + ", " + e + ")";
+        }
+      }
+      text = "if(" + cond + ", " + e + ", " + text + ")";
+    }
+    uses_untraced_ = true;
+    double Pmax = 0;
+    for (const Sample& x : samples) Pmax = std::max(Pmax, x.vars.at("P"));
+    const std::string msg = where + "/" + field + ": no exact expression of rank, P and the parameters fits every run; " +
+                            "written per traced run (" + runs_text + "), so the skeleton refuses any other run. Traced runs at " +
+                            "P = " + fmt_number(2 * Pmax) + " and " + fmt_number(4 * Pmax) + " would show whether one expression holds";
+    result.warnings.push_back(msg);
+    result.ambiguities.push_back(msg);
+    FitOptions lsq;
+    const Fit f = fit_quantity(samples, params_, lsq);
+    fits[field] = {{"expr", "per traced run"}, {"exact", false}, {"least_squares_not_used", f.expr}, {"max_rel_error", f.max_rel_error}};
+    return text;
   }
 
   // An integer of a call (peer, size, tag). A call copied once per class of shapes that order calls
@@ -1433,21 +1548,25 @@ class Builder {
     } else if (c.kind == Kind::ISEND || c.kind == Kind::ISSEND || c.kind == Kind::IRECV) {
       last_request_phase_ = phase_name;
     }
+    const int decl = call_decl(u);
+    if (decl < 0) result.warnings.push_back(at + ": its ranks call it on different communicators; written on world");
+    const bool on_comm = decl > 0 && !trace::creates_comm(c.kind);
     auto finish = [&](nlohmann::json block) {
+      if (on_comm && block.value("op", "") != "wait" && block.value("op", "") != "waitall") block["comm"] = topo_->name(decl);
       if (!fits.empty()) block["fit"] = fits;
       if (!phase_name.empty()) block["phase"] = phase_name;
       if (!site.empty()) block["provenance"] = {{"site", site}};
       body.push_back(std::move(block));
       fits = nlohmann::json::object();
     };
-    if (c.comm != 0 && c.kind != Kind::COMM_DUP && c.kind != Kind::COMM_SPLIT && c.kind != Kind::CART_CREATE &&
-        c.kind != Kind::COMM_FREE && !trace::is_annotation(c.kind)) {
+    if (!on_comm && c.comm != 0 && !trace::creates_comm(c.kind) && c.kind != Kind::COMM_FREE && c.kind != Kind::CART_SHIFT &&
+        c.kind != Kind::DIMS_CREATE && !trace::is_annotation(c.kind)) {
       result.warnings.push_back(at + ": " + std::string(trace::kind_name(c.kind)) + " on communicator " +
                                 std::to_string(c.comm) + " is replayed on all ranks (sub-communicators are not in format v1)");
     }
     if (const char* op = p2p_op(c.kind)) {
       nlohmann::json b = {{"op", op}};
-      b["peer"] = c.peer == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_call_int(u, peer_of, at, fits, "peer"));
+      b["peer"] = c.peer == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer"));
       b["size"] = fit_call_int(u, bytes_of, at, fits, "size");
       b["tag"] = c.tag == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_call_int(u, tag_of, at, fits, "tag"));
       if ((c.kind == Kind::ISEND || c.kind == Kind::ISSEND || c.kind == Kind::IRECV) && request_names_.count(c.site))
@@ -1458,13 +1577,13 @@ class Builder {
     if (c.kind == Kind::SENDRECV) {
       const std::string req = "sendrecv" + std::to_string(c.site % 100000);
       nlohmann::json s = {{"op", "isend"}, {"req", req + "s"}};
-      s["peer"] = fit_call_int(u, peer_of, at, fits, "peer");
+      s["peer"] = fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer");
       s["size"] = fit_call_int(u, bytes_of, at, fits, "size");
       s["tag"] = fit_call_int(u, tag_of, at, fits, "tag");
       finish(std::move(s));
       nlohmann::json r = {{"op", "irecv"}, {"req", req + "r"}};
       r["peer"] = c.peer2 == trace::ANY ? nlohmann::json("any")
-                                        : nlohmann::json(fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).peer2); }, at, fits, "peer"));
+                                        : nlohmann::json(fit_comm_rank(u, std::max(decl, 0), [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).peer2); }, at, fits, "peer"));
       r["size"] = fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes2); }, at, fits, "size");
       r["tag"] = c.tag2 == trace::ANY ? nlohmann::json("any")
                                       : nlohmann::json(fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).tag2); }, at, fits, "tag"));
@@ -1488,21 +1607,29 @@ class Builder {
       nlohmann::json b = {{"op", op}};
       if (c.kind != Kind::BARRIER) {
         std::vector<Sample> sizes = samples(u, bytes_of);
-        if (c.kind == Kind::ALLTOALL)  // the trace has everything sent; the skeleton per destination
-          for (Sample& s : sizes) s.value /= s.vars.at("P");
+        if (c.kind == Kind::ALLTOALL) {  // the trace has everything sent; the skeleton per destination
+          std::size_t i = 0;
+          for (const Occ& o : u.occ)
+            for (std::size_t k = 0; k < o.nodes.size(); ++k, ++i) {
+              const Member& m = members_[shapes_[o.shape][k]];
+              const int n = topo_->size_of(trun(m), m.rank, std::get<Call>(o.nodes[k]->op).comm);
+              sizes[i].value /= n > 0 ? n : sizes[i].vars.at("P");
+            }
+        }
         b["size"] = fit_int(sizes, at, fits, "size", true);
       }
       if (c.kind == Kind::BCAST || c.kind == Kind::REDUCE || c.kind == Kind::GATHER || c.kind == Kind::SCATTER)
-        b["root"] = fit_int(samples(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).root); }), at, fits, "root", false);
+        b["root"] = fit_comm_rank(u, std::max(decl, 0), [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).root); }, at, fits, "root");
       finish(std::move(b));
       return;
     }
     switch (c.kind) {
-      case Kind::INIT: case Kind::INIT_THREAD: case Kind::FINALIZE: case Kind::COMM_DUP: case Kind::COMM_SPLIT:
-      case Kind::CART_CREATE: case Kind::COMM_FREE: case Kind::REGION_BEGIN: case Kind::REGION_END:
+      case Kind::INIT: case Kind::INIT_THREAD: case Kind::FINALIZE: case Kind::COMM_FREE: case Kind::REGION_BEGIN: case Kind::REGION_END:
+      case Kind::DIMS_CREATE: case Kind::CART_SHIFT:
       case Kind::LOOP_BEGIN: case Kind::LOOP_ITER: case Kind::LOOP_END:
         return;
       default:
+        if (trace::creates_comm(c.kind)) return;  // declared in `comms` (topology.hpp)
         result.warnings.push_back(at + ": " + std::string(trace::kind_name(c.kind)) + " has no skeleton op and is left out");
         return;
     }

@@ -562,6 +562,9 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options)
     c.inside.add(e.t_exit - e.t_enter);
     if (e.kind == Kind::ISEND || e.kind == Kind::ISSEND || e.kind == Kind::IRECV) request_site[e.request] = e.site;
     if (e.kind == Kind::LOOP_ITER) c.bytes = 0;  // the iteration index: the loop's count says it
+    // topology queries: their answers are the skeleton's `comms` (topology.hpp); MPI_Cart_shift's PROC_NULL
+    // answers on edge ranks must not make their folding (and so their shape) differ
+    if (e.kind == Kind::CART_SHIFT || e.kind == Kind::DIMS_CREATE) c.peer = c.tag = c.root = trace::NO_RANK;
     // the completions that follow belong to this call
     for (std::size_t j = i + 1; j < ev.size() && ev[j].kind == Kind::COMPLETE; ++j) {
       const trace::Event& done = ev[j];

@@ -1,5 +1,6 @@
 // Hold-out comparison of a skeleton's expansion with a real trace (holdout.hpp).
 #include "skeletons/builder/holdout.hpp"
+#include "skeletons/builder/topology.hpp"
 
 #include "skeletons/error.hpp"
 #include "skeletons/expand.hpp"
@@ -153,7 +154,10 @@ std::vector<CommOp> traced_ops(const trace::RankTrace& t, const std::map<long, l
       case Kind::COMM_SPLIT: case Kind::CART_CREATE: case Kind::COMM_FREE:
         break;
       default:
-        if (trace::is_annotation(e.kind)) break;
+        // communicator and topology calls are the skeleton's `comms` declarations, not operations
+        if (trace::is_annotation(e.kind) || trace::creates_comm(e.kind) || e.kind == Kind::DIMS_CREATE ||
+            e.kind == Kind::CART_SHIFT)
+          break;
         op.kind = plain_name(e.kind);  // waitany, test, probe, gatherv, ...: kept, so that they show
         op.comm = static_cast<long>(e.comm);
         ops.push_back(op);
@@ -162,15 +166,27 @@ std::vector<CommOp> traced_ops(const trace::RankTrace& t, const std::map<long, l
   return ops;
 }
 
+static long group_code(const std::vector<int>& members, int P) {
+  bool world = static_cast<int>(members.size()) == P;
+  std::uint64_t h = 14695981039346656037ull;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    world = world && members[i] == static_cast<int>(i);
+    h = (h ^ static_cast<std::uint64_t>(members[i] + 1)) * 1099511628211ull;
+  }
+  return world ? 0 : 1 + static_cast<long>(h % 2147483629ull);
+}
+
 std::vector<CommOp> expanded_ops(const Skeleton& sk, int P, const std::map<std::string, double>& params, int rank) {
   std::vector<CommOp> ops;
   const auto frame = bind_parameters(sk, P, params);
-  for (const ExpandedOp& x : expand_rank(sk, frame, rank)) {
+  const CommLayout layout = layout_comms(sk, frame, P);
+  for (const ExpandedOp& x : expand_rank(sk, frame, rank, layout)) {
     if (x.kind == ExpandedOp::Kind::COMPUTE) continue;
     CommOp op;
     op.kind = op_name(x);
     const bool p2p = x.kind == ExpandedOp::Kind::SEND || x.kind == ExpandedOp::Kind::RECV ||
                      x.kind == ExpandedOp::Kind::ISEND || x.kind == ExpandedOp::Kind::IRECV;
+    if (p2p || x.kind == ExpandedOp::Kind::COLLECTIVE) op.comm = group_code(layout.members(x.comm, rank), P);
     if (p2p) {
       op.peer = x.peer;
       op.tag = x.tag;
@@ -197,11 +213,20 @@ std::size_t HoldOutReport::traced_ops() const {
 HoldOutReport compare_with_trace(const Skeleton& sk, const trace::Run& run, const std::map<std::string, double>& params) {
   HoldOutReport rep;
   rep.P = run.P;
-  const auto sizes = communicator_sizes(run);
+  // communicators are compared by their members (world ranks in order): the tracer's ids and the skeleton's
+  // declarations number them differently
+  const TopoRun tr{&run, {}, run.dir};
+  const Topology topo({tr}, {});
+  const auto old_sizes = communicator_sizes(run);
   for (int rank = 0; rank < run.P; ++rank) {
     RankComparison rc;
     rc.rank = rank;
-    const auto want = traced_ops(run.ranks[static_cast<std::size_t>(rank)], sizes[static_cast<std::size_t>(rank)]);
+    const auto comms = topo.communicators(tr, rank);
+    std::map<long, long> sizes = old_sizes[static_cast<std::size_t>(rank)];  // traces without ARGS records
+    for (const auto& [id, m] : comms) sizes[static_cast<long>(id)] = static_cast<long>(m.size());
+    auto want = traced_ops(run.ranks[static_cast<std::size_t>(rank)], sizes);
+    for (CommOp& op : want)
+      if (auto it = comms.find(static_cast<std::uint32_t>(op.comm)); it != comms.end()) op.comm = group_code(it->second, run.P);
     rc.traced = want.size();
     std::vector<CommOp> got;
     try {

@@ -20,7 +20,9 @@ namespace mksim::skeletons::builder {
  *  Peers and roots are MPI_COMM_WORLD ranks (-2 a wildcard), as the tracer records them. Point-to-point
  *  calls carry peer, tag and bytes; collectives bytes (alltoall: per destination) and root (rooted ones);
  *  waits nothing. MPI_Sendrecv is compared as what it does: isend, irecv, wait, wait. `comm` is the
- *  communicator id in the tracer's numbering (0 = MPI_COMM_WORLD; the others in creation order). */
+ *  communicator id in the tracer's numbering (0 = MPI_COMM_WORLD; the others in creation order) as
+ *  traced_ops gives it; compare_with_trace replaces it on both sides by a code of the communicator's
+ *  members (0: every world rank in order, as world and its dups; else 1 + a hash of the member list). */
 struct CommOp {
   std::string kind;  ///< "send", "recv", "isend", "irecv", "wait", "waitall", "bcast", ... (trace-only kinds keep their name)
   long peer = -1, tag = -1, bytes = 0, root = -1;

@@ -1,0 +1,706 @@
+// Communicators and process topologies of traced runs -> `comms` declarations and communicator-relative
+// rank expressions (topology.hpp; method: README.md, "Communicators and topologies").
+#include "skeletons/builder/topology.hpp"
+
+#include "skeletons/builder/features.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <set>
+#include <tuple>
+
+namespace mksim::skeletons::builder {
+
+using trace::Kind;
+
+std::string rename_rank_and_size(const std::string& text, const std::string& rank_to, const std::string& size_to) {
+  auto ident = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.'; };
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    if (ident(text[i]) && (i == 0 || !ident(text[i - 1]))) {
+      std::size_t e = i;
+      while (e < text.size() && ident(text[e])) ++e;
+      const std::string word = text.substr(i, e - i);
+      out += word == "rank" ? rank_to : word == "P" ? size_to : word;
+      i = e;
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
+bool has_decimal_literal(const std::string& text) {
+  for (std::size_t i = 1; i + 1 < text.size(); ++i)
+    if (text[i] == '.' && std::isdigit(static_cast<unsigned char>(text[i - 1])) && std::isdigit(static_cast<unsigned char>(text[i + 1]))) {
+      std::size_t b = i;
+      while (b > 0 && (std::isalnum(static_cast<unsigned char>(text[b - 1])) || text[b - 1] == '_')) --b;
+      if (std::isdigit(static_cast<unsigned char>(text[b]))) return true;  // a number, not a name like c01_cart.rank
+    }
+  return false;
+}
+
+std::string decomposition_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params) {
+  if (samples.empty()) return "";
+  for (const Sample& x : samples)
+    if (!(x.value > 0)) return "";
+  std::vector<std::string> divisors = {"1", "P", "sqrt(P)", "P^(2/3)", "P^(1/3)"};
+  for (int d = 2; d <= 3; ++d)
+    for (int i = 0; i < d; ++i) {
+      const std::string side = "dims(P, " + std::to_string(d) + ", " + std::to_string(i) + ")";
+      divisors.push_back(side);
+      divisors.push_back("(P*" + side + ")");
+    }
+  std::vector<std::string> names{"P"};
+  if (samples.front().vars.count("rank")) names.push_back("rank");
+  for (const std::string& p : params) names.push_back(p);
+  const std::size_t np = params.size();
+  // exponents of each parameter: 0, 1, 2, 3, -1 (a block size in the denominator: N/(nb*P))
+  static constexpr int EXP[] = {0, 1, 2, 3, -1};
+  int combos = 1;
+  for (std::size_t i = 0; i < np; ++i) combos *= 5;
+  struct Cand {
+    int nonzero, degree;
+    std::size_t divisor;
+    int combo;
+  };
+  std::vector<Cand> order;
+  for (int k = 0; k < combos; ++k) {
+    int nz = 0, deg = 0, rest = k;
+    for (std::size_t i = 0; i < np; ++i, rest /= 5) nz += rest % 5 != 0, deg += std::abs(EXP[rest % 5]);
+    for (std::size_t d = 0; d < divisors.size(); ++d) order.push_back({nz, deg, d, k});
+  }
+  std::stable_sort(order.begin(), order.end(), [](const Cand& a, const Cand& b) {
+    return std::tie(a.nonzero, a.degree, a.divisor) < std::tie(b.nonzero, b.degree, b.divisor);
+  });
+  for (const Cand& c : order) {
+    std::string mono, under;
+    int rest = c.combo;
+    for (std::size_t i = 0; i < np; ++i, rest /= 5) {
+      const int e = EXP[rest % 5];
+      if (e > 0) mono += (mono.empty() ? "" : "*") + params[i] + (e > 1 ? "^" + std::to_string(e) : "");
+      if (e < 0) under += (under.empty() ? "" : "*") + params[i];
+    }
+    std::string ldiv_free = divisors[c.divisor];
+    if (!under.empty()) ldiv_free = ldiv_free == "1" ? under : "(" + under + "*" + ldiv_free + ")";
+    const std::string body = (mono.empty() ? std::string("1") : mono) + "/" + ldiv_free;
+    try {
+      const Feature f(body, names, false);
+      double ratio = 0;
+      bool ok = true;
+      for (const Sample& x : samples) {
+        const double v = f.eval(x.vars);
+        if (!(v > 0) || !std::isfinite(v)) {
+          ok = false;
+          break;
+        }
+        const double r = x.value / v;
+        if (ratio == 0) ratio = r;
+        else if (std::fabs(r - ratio) > 1e-9 * std::fabs(ratio)) {
+          ok = false;
+          break;
+        }
+      }
+      if (!ok) continue;
+      for (int q = 1; q <= 64; ++q) {
+        const double p = std::round(ratio * q);
+        if (p < 1 || std::fabs(p - ratio * q) > 1e-7 * q) continue;
+        std::string coef = std::to_string(static_cast<long long>(p));
+        std::string text = (mono.empty() ? coef : (p == 1 ? mono : coef + "*" + mono));
+        if (ldiv_free != "1") text += "/" + ldiv_free;
+        if (q > 1) text = "(" + text + ")/" + std::to_string(q);
+        return text;
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  return "";
+}
+
+namespace {
+
+// A rank's view of one of its communicators.
+struct State {
+  int decl = 0;                 // 0 world
+  std::string inst;             // identity of its instance (the same on every member)
+  int my_rank = -1;             // its rank in it
+  std::vector<int> dims;        // Cartesian (cart, cart_sub): the grid of its instance
+  std::vector<bool> periods;
+};
+
+struct DeclInfo {
+  Kind kind{};
+  int parent = 0;
+  std::string key;   // (parent, how many communicators the rank made from it before)
+  std::string name;  // set by declarations()
+  std::vector<bool> periods, remain;
+  std::vector<std::string> dims;    // Cartesian: expressions of the sides (let names once declared)
+  std::vector<std::string> coords;  // Cartesian: let names of this rank's coordinates
+  bool cartesian() const { return kind == Kind::CART_CREATE || kind == Kind::CART_SUB; }
+};
+
+struct RunData {
+  std::vector<std::map<std::uint32_t, State>> state;                  // per rank: tracer id -> its view
+  std::map<std::pair<int, std::string>, std::vector<int>> members;    // (decl, instance) -> world ranks, comm order
+  std::map<int, std::map<int, trace::CommArgs>> args;                 // decl -> world rank -> the call's arguments
+  std::map<int, std::map<int, int>> parent_rank;                      // decl -> world rank -> its rank in the parent
+};
+
+// coordinate i of r in a row-major grid
+int coord(int r, std::size_t i, const std::vector<int>& dims) {
+  int stride = 1;
+  for (std::size_t j = i + 1; j < dims.size(); ++j) stride *= dims[j];
+  return (r / stride) % dims[i];
+}
+
+std::string join(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) s += std::to_string(x) + ",";
+  return s;
+}
+
+}  // namespace
+
+struct Topology::Impl {
+  std::vector<TopoRun> runs;
+  std::vector<std::string> params;
+  std::vector<DeclInfo> decls;  // decls[k - 1] is declaration k
+  std::map<std::string, int> by_key;
+  std::vector<RunData> data;    // per run
+  std::vector<std::pair<std::string, std::string>> lets;
+
+  std::size_t index_of(const TopoRun& run) const {
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      if (runs[i].run == run.run) return i;
+    return 0;
+  }
+
+  const State* state(const TopoRun& run, int rank, std::uint32_t comm) const {
+    const RunData& d = data[index_of(run)];
+    if (rank < 0 || static_cast<std::size_t>(rank) >= d.state.size()) return nullptr;
+    auto it = d.state[static_cast<std::size_t>(rank)].find(comm);
+    return it == d.state[static_cast<std::size_t>(rank)].end() ? nullptr : &it->second;
+  }
+
+  const std::vector<int>* members(const TopoRun& run, const State& s) const {
+    const RunData& d = data[index_of(run)];
+    auto it = d.members.find({s.decl, s.inst});
+    return it == d.members.end() ? nullptr : &it->second;
+  }
+
+  void scan(std::size_t ri) {
+    const trace::Run& run = *runs[ri].run;
+    RunData& d = data[ri];
+    const int P = run.P;
+    d.state.resize(run.ranks.size());
+    std::map<std::pair<int, std::string>, std::vector<std::pair<int, int>>> raw;
+    std::vector<int> world(static_cast<std::size_t>(P));
+    for (int r = 0; r < P; ++r) world[static_cast<std::size_t>(r)] = r;
+    d.members[{0, "w"}] = world;
+    for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+      auto& st = d.state[r];
+      st[0] = State{0, "w", static_cast<int>(r), {}, {}};
+      std::map<int, int> made_from;
+      for (const trace::Event& e : run.ranks[r].events) {
+        if (!trace::creates_comm(e.kind)) continue;
+        auto pit = st.find(e.comm);
+        if (pit == st.end()) continue;  // a parent the tracer did not see made (MPI_COMM_SELF, ...)
+        const State parent = pit->second;
+        const int seq = made_from[parent.decl]++;
+        const std::string key = std::to_string(parent.decl) + "/" + std::to_string(seq);
+        int decl;
+        if (auto k = by_key.find(key); k != by_key.end()) {
+          decl = k->second;
+        } else {
+          DeclInfo info;
+          info.kind = e.kind;
+          info.parent = parent.decl;
+          info.key = key;
+          decls.push_back(info);
+          decl = static_cast<int>(decls.size());
+          by_key[key] = decl;
+        }
+        const trace::CommArgs* a = run.ranks[r].args_of(e);
+        if (!a) continue;
+        d.args[decl][static_cast<int>(r)] = *a;
+        d.parent_rank[decl][static_cast<int>(r)] = parent.my_rank;
+        if (e.root < 0 || a->new_rank < 0) continue;  // MPI_COMM_NULL: not a member
+        State s;
+        s.decl = decl;
+        s.my_rank = a->new_rank;
+        switch (e.kind) {
+          case Kind::COMM_SPLIT:
+            s.inst = parent.inst + "/" + std::to_string(seq) + "s" + std::to_string(a->color);
+            break;
+          case Kind::CART_CREATE:
+            s.inst = parent.inst + "/" + std::to_string(seq) + "c";
+            s.dims = a->dims;
+            s.periods = a->periods;
+            break;
+          case Kind::CART_SUB: {
+            std::string fixed;
+            for (std::size_t i = 0; i < parent.dims.size() && i < a->remain.size(); ++i) {
+              if (a->remain[i]) {
+                s.dims.push_back(parent.dims[i]);
+                s.periods.push_back(i < parent.periods.size() && parent.periods[i]);
+              } else {
+                fixed += std::to_string(coord(parent.my_rank, i, parent.dims)) + ",";
+              }
+            }
+            s.inst = parent.inst + "/" + std::to_string(seq) + "u" + fixed;
+            break;
+          }
+          case Kind::COMM_CREATE: case Kind::COMM_CREATE_GROUP:
+            s.inst = parent.inst + "/" + std::to_string(seq) + "m" + join(a->members);
+            break;
+          default:  // dup, graphs: the parent's members
+            s.inst = parent.inst + "/" + std::to_string(seq) + "d";
+        }
+        raw[{decl, s.inst}].emplace_back(a->new_rank, static_cast<int>(r));
+        st[static_cast<std::uint32_t>(e.root)] = std::move(s);
+      }
+    }
+    for (auto& [k, v] : raw) {
+      std::sort(v.begin(), v.end());
+      std::vector<int> m;
+      for (const auto& [nr, w] : v) m.push_back(w);
+      d.members[k] = std::move(m);
+    }
+  }
+
+  // Samples of one value per (run, rank) for declaration `decl`, read from its arguments.
+  template <class F>
+  std::vector<Sample> arg_samples(int decl, F get, bool per_rank) const {
+    std::vector<Sample> out;
+    for (std::size_t ri = 0; ri < runs.size(); ++ri) {
+      auto it = data[ri].args.find(decl);
+      if (it == data[ri].args.end()) continue;
+      for (const auto& [rank, a] : it->second) {
+        Vars v = runs[ri].vars;
+        if (per_rank) v["rank"] = rank;
+        out.push_back({v, get(a), runs[ri].name});
+        if (!per_rank) break;
+      }
+    }
+    return out;
+  }
+
+  std::vector<std::string> names(bool with_rank) const {
+    std::vector<std::string> n{"P"};
+    if (with_rank) n.push_back("rank");
+    for (const std::string& p : params) n.push_back(p);
+    return n;
+  }
+
+  // Whether `text` is equal to every sample's value.
+  bool reproduces(const std::string& text, const std::vector<Sample>& samples, bool with_rank) const {
+    try {
+      const Feature f(text, names(with_rank), true);
+      for (const Sample& s : samples)
+        if (std::fabs(f.eval(s.vars) - s.value) > 1e-9) return false;
+      return !samples.empty();
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+
+  // Grid sides the program's MPI_Dims_create calls give at every run (dims(P, d, i)), and the power-of-two
+  // grid's, as expressions.
+  std::vector<std::string> sides() const {
+    std::set<std::pair<int, int>> seen;
+    for (std::size_t ri = 0; ri < runs.size(); ++ri)
+      for (const trace::RankTrace& t : runs[ri].run->ranks)
+        for (const trace::Event& e : t.events)
+          if (e.kind == Kind::DIMS_CREATE)
+            if (const trace::CommArgs* a = t.args_of(e); a && a->nnodes == runs[ri].run->P)
+              seen.insert({static_cast<int>(a->dims.size()), 0});
+    std::vector<std::string> out;
+    for (const auto& [d, unused] : seen)
+      for (int i = 0; i < d; ++i) out.push_back("dims(P, " + std::to_string(d) + ", " + std::to_string(i) + ")");
+    for (int d = 2; d <= 3; ++d)
+      for (int i = 0; i < d; ++i) {
+        const std::string s = "dims(P, " + std::to_string(d) + ", " + std::to_string(i) + ")";
+        if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+      }
+    out.push_back(GRID_PX);
+    out.push_back(GRID_PY);
+    return out;
+  }
+
+  // A split's colour: an exact expression of the values, else one that makes the same groups in every run.
+  std::string colour(int decl, const FitInt& fit, const std::string& where, std::vector<std::string>& warnings) const {
+    const auto values = arg_samples(decl, [](const trace::CommArgs& a) { return static_cast<double>(a.color); }, true);
+    bool undefined = false, all_same = true;
+    for (const Sample& s : values) {
+      undefined = undefined || s.value < 0;
+      all_same = all_same && s.value == values.front().value;
+    }
+    if (all_same) return std::to_string(static_cast<long long>(values.front().value));
+    FitOptions fo;
+    fo.integer = true;
+    fo.allow_rank = true;
+    if (const Fit f = fit_quantity(values, params, fo); f.exact && !has_decimal_literal(f.expr)) return f.expr;
+    if (!undefined) {
+      // the colour's value does not matter, only the groups: coordinates of a grid of the run's sides
+      std::vector<std::string> cands;
+      for (const std::string& s : sides()) {
+        cands.push_back("floor(rank / (" + s + "))");
+        cands.push_back("rank % (" + s + ")");
+      }
+      for (const std::string& c : cands) {
+        bool ok = true;
+        try {
+          const Feature f(c, names(true), true);
+          std::map<std::pair<std::string, double>, double> fwd, back;
+          for (const Sample& s : values) {
+            const double v = f.eval(s.vars);
+            auto [it, fresh] = fwd.emplace(std::make_pair(s.run, s.value), v);
+            auto [jt, fresh2] = back.emplace(std::make_pair(s.run, v), s.value);
+            if ((!fresh && it->second != v) || (!fresh2 && jt->second != s.value) || v < 0 || v != std::floor(v)) ok = false;
+          }
+        } catch (const std::exception&) {
+          ok = false;
+        }
+        if (ok) return c;
+      }
+    }
+    warnings.push_back(where + "/color: no expression of rank and P makes the traced groups; see the fit");
+    return fit(values, where, "color", true);
+  }
+
+  std::string cart_dim(int decl, std::size_t i, std::size_t nd, const FitInt& fit, const std::string& where) const {
+    const auto values = arg_samples(decl, [i](const trace::CommArgs& a) { return i < a.dims.size() ? static_cast<double>(a.dims[i]) : -1.0; }, false);
+    const std::string d = "dims(P, " + std::to_string(nd) + ", " + std::to_string(i) + ")";
+    if (data_parent_is_world(decl) && reproduces(d, values, false)) return d;
+    return fit(values, where, "dims", false);
+  }
+
+  bool data_parent_is_world(int decl) const { return decls[static_cast<std::size_t>(decl - 1)].parent == 0; }
+
+  // Cartesian neighbour: the offset (each coordinate in -2..2) that gives every observation.
+  std::string cart_peer(int decl, const std::vector<RankObs>& obs, std::string& note) const {
+    const DeclInfo& info = decls[static_cast<std::size_t>(decl - 1)];
+    const std::size_t nd = info.dims.size();
+    if (nd == 0 || nd > 3 || info.coords.size() != nd) return "";
+    struct O {
+      std::vector<int> c, dims;
+      std::vector<bool> periods;
+      int value;
+    };
+    std::vector<O> os;
+    for (const RankObs& o : obs) {
+      const State* s = state(*o.run, o.rank, o.comm);
+      if (!s || s->dims.size() != nd || s->my_rank < 0) return "";
+      int v = o.value == trace::PROC_NULL ? -1 : -4;
+      if (o.value >= 0) {
+        const std::vector<int>* m = members(*o.run, *s);
+        if (!m) return "";
+        auto it = std::find(m->begin(), m->end(), o.value);
+        if (it == m->end()) return "";
+        v = static_cast<int>(it - m->begin());
+      }
+      if (v == -4) return "";
+      O x;
+      for (std::size_t i = 0; i < nd; ++i) x.c.push_back(coord(s->my_rank, i, s->dims));
+      x.dims = s->dims;
+      x.periods = s->periods;
+      x.value = v;
+      os.push_back(std::move(x));
+    }
+    if (os.empty()) return "";
+    // candidate offsets, fewest and smallest moves first, + before -
+    std::vector<std::vector<int>> cands;
+    const int span = 5;
+    int total = 1;
+    for (std::size_t i = 0; i < nd; ++i) total *= span;
+    for (int k = 0; k < total; ++k) {
+      std::vector<int> off(nd);
+      int rest = k;
+      for (std::size_t i = 0; i < nd; ++i) {
+        const int digit = rest % span;
+        rest /= span;
+        off[i] = digit == 0 ? 0 : digit == 1 ? 1 : digit == 2 ? -1 : digit == 3 ? 2 : -2;
+      }
+      cands.push_back(off);
+    }
+    auto cost = [](const std::vector<int>& o) {
+      int nz = 0, ab = 0;
+      for (int x : o) nz += x != 0, ab += std::abs(x);
+      return std::make_pair(nz, ab);
+    };
+    std::stable_sort(cands.begin(), cands.end(), [&](const auto& a, const auto& b) { return cost(a) < cost(b); });
+    std::vector<std::vector<int>> fits;
+    for (const auto& off : cands) {
+      bool ok = true;
+      for (const O& x : os) {
+        int r = 0;
+        bool null = false;
+        for (std::size_t i = 0; i < nd && !null; ++i) {
+          int q = x.c[i] + off[i];
+          if (x.periods[i]) q = ((q % x.dims[i]) + x.dims[i]) % x.dims[i];
+          else if (q < 0 || q >= x.dims[i]) null = true;
+          r = r * x.dims[i] + q;
+        }
+        if ((null ? -1 : r) != x.value) {
+          ok = false;
+          break;
+        }
+      }
+      if (ok) fits.push_back(off);
+    }
+    if (fits.empty()) return "";
+    const std::vector<int>& off = fits.front();
+    std::string args;
+    for (std::size_t i = 0; i < 3; ++i) {
+      std::string c = "0";
+      if (i < nd) {
+        c = info.coords[i];
+        if (off[i] != 0) c += (off[i] > 0 ? " + " : " - ") + std::to_string(std::abs(off[i]));
+        if (off[i] != 0 && info.periods.size() > i && info.periods[i]) c = "(" + c + ") % " + info.dims[i];
+      }
+      args += c + ", ";
+    }
+    for (std::size_t i = 0; i < 3; ++i) args += (i < nd ? info.dims[i] : std::string("1")) + (i < 2 ? ", " : "");
+    if (fits.size() > 1) {
+      std::string others;
+      for (std::size_t k = 1; k < fits.size() && k < 4; ++k) others += " " + join(fits[k]);
+      note = "other coordinate offsets give the same ranks in every traced run (the grid is too small there):" + others;
+    }
+    return "cart_rank(" + args + ")";
+  }
+};
+
+Topology::Topology(const std::vector<TopoRun>& runs, std::vector<std::string> params) : impl_(std::make_unique<Impl>()) {
+  impl_->runs = runs;
+  impl_->params = std::move(params);
+  impl_->data.resize(runs.size());
+  for (std::size_t i = 0; i < runs.size(); ++i) impl_->scan(i);
+}
+
+Topology::~Topology() = default;
+
+bool Topology::any() const { return !impl_->decls.empty(); }
+
+const std::vector<std::pair<std::string, std::string>>& Topology::lets() const { return impl_->lets; }
+
+nlohmann::json Topology::declarations(const FitInt& fit, std::vector<std::string>& warnings) {
+  Impl& m = *impl_;
+  nlohmann::json out = nlohmann::json::object();
+  m.lets.clear();
+  const int width = m.decls.size() < 100 ? 2 : 4;
+  for (std::size_t k = 0; k < m.decls.size(); ++k) {
+    DeclInfo& info = m.decls[k];
+    const int decl = static_cast<int>(k + 1);
+    char num[16];
+    std::snprintf(num, sizeof num, "c%0*d", width, decl);
+    const char* kind = "dup";
+    switch (info.kind) {
+      case Kind::COMM_SPLIT: kind = "split"; break;
+      case Kind::CART_CREATE: kind = "cart"; break;
+      case Kind::CART_SUB: kind = "sub"; break;
+      case Kind::COMM_CREATE: case Kind::COMM_CREATE_GROUP: kind = "create"; break;
+      case Kind::GRAPH_CREATE: case Kind::DIST_GRAPH_CREATE: case Kind::DIST_GRAPH_CREATE_ADJACENT: kind = "graph"; break;
+      default: break;
+    }
+    info.name = std::string(num) + "_" + kind;
+    const std::string parent = name(info.parent), where = "/comms/" + info.name;
+    nlohmann::json j;
+    // one member's arguments, of the first run that made it
+    const trace::CommArgs* any = nullptr;
+    for (const RunData& d : m.data)
+      if (auto it = d.args.find(decl); it != d.args.end() && !it->second.empty() && !any) any = &it->second.begin()->second;
+    switch (info.kind) {
+      case Kind::COMM_SPLIT: {
+        j["split"] = parent;
+        j["color"] = m.colour(decl, fit, where, warnings);
+        // the key matters only when it orders a group otherwise than the parent does
+        bool parent_order = true;
+        for (std::size_t ri = 0; ri < m.runs.size(); ++ri)
+          for (const auto& [key, mem] : m.data[ri].members)
+            if (key.first == decl)
+              for (std::size_t i = 1; i < mem.size(); ++i)
+                if (m.data[ri].parent_rank[decl][mem[i]] < m.data[ri].parent_rank[decl][mem[i - 1]]) parent_order = false;
+        if (!parent_order)
+          j["key"] = fit(m.arg_samples(decl, [](const trace::CommArgs& a) { return static_cast<double>(a.key); }, true), where, "key", true);
+        break;
+      }
+      case Kind::CART_CREATE: {
+        j["cart"] = parent;
+        const std::size_t nd = any ? any->dims.size() : 0;
+        nlohmann::json dims = nlohmann::json::array(), periods = nlohmann::json::array();
+        for (std::size_t i = 0; i < nd; ++i) {
+          const std::string side = info.name + "_n" + std::to_string(i);
+          m.lets.emplace_back(side, m.cart_dim(decl, i, nd, fit, where));
+          dims.push_back(side);
+          info.dims.push_back(side);
+          const bool p = any->periods.size() > i && any->periods[i];
+          periods.push_back(p);
+          info.periods.push_back(p);
+        }
+        j["dims"] = dims;
+        j["periods"] = periods;
+        if (nd > 3) warnings.push_back(where + ": a grid of " + std::to_string(nd) + " dimensions; the format has up to 3");
+        break;
+      }
+      case Kind::CART_SUB: {
+        j["cart_sub"] = parent;
+        nlohmann::json remain = nlohmann::json::array();
+        const DeclInfo* p = info.parent > 0 ? &m.decls[static_cast<std::size_t>(info.parent - 1)] : nullptr;
+        for (std::size_t i = 0; any && i < any->remain.size(); ++i) {
+          remain.push_back(static_cast<bool>(any->remain[i]));
+          if (any->remain[i] && p && i < p->dims.size()) {
+            info.dims.push_back(p->dims[i]);
+            info.periods.push_back(i < p->periods.size() && p->periods[i]);
+          }
+        }
+        j["remain"] = remain;
+        break;
+      }
+      case Kind::COMM_CREATE: case Kind::COMM_CREATE_GROUP: {
+        j["create"] = parent;
+        // the members as a function of `member` (one instance per run), and how many
+        std::vector<Sample> mem, size;
+        for (std::size_t ri = 0; ri < m.runs.size(); ++ri)
+          for (const auto& [key, list] : m.data[ri].members)
+            if (key.first == decl) {
+              size.push_back({m.runs[ri].vars, static_cast<double>(list.size()), m.runs[ri].name});
+              for (std::size_t i = 0; i < list.size(); ++i) {
+                Vars v = m.runs[ri].vars;
+                v["rank"] = static_cast<double>(i);
+                mem.push_back({v, static_cast<double>(list[i]), m.runs[ri].name});
+              }
+            }
+        if (!mem.empty()) {
+          j["members"] = rename_rank_and_size(fit(mem, where, "members", true), "member", "P");
+          j["size"] = fit(size, where, "size", false);
+        }
+        break;
+      }
+      case Kind::GRAPH_CREATE: case Kind::DIST_GRAPH_CREATE: case Kind::DIST_GRAPH_CREATE_ADJACENT:
+        j["graph"] = parent;
+        break;
+      default:
+        j["dup"] = parent;
+    }
+    if (info.cartesian() && !info.dims.empty() && info.dims.size() <= 3) {
+      std::string sides;
+      for (std::size_t i = 0; i < 3; ++i) sides += ", " + (i < info.dims.size() ? info.dims[i] : std::string("1"));
+      for (std::size_t i = 0; i < info.dims.size(); ++i) {
+        const std::string c = info.name + "_x" + std::to_string(i);
+        m.lets.emplace_back(c, "cart_coord(max(" + info.name + ".rank, 0), " + std::to_string(i) + sides + ")");
+        info.coords.push_back(c);
+      }
+    }
+    out[info.name] = std::move(j);
+  }
+  return out;
+}
+
+int Topology::decl_of(const TopoRun& run, int rank, std::uint32_t comm) const {
+  const State* s = impl_->state(run, rank, comm);
+  return s ? s->decl : 0;
+}
+
+std::string Topology::name(int decl) const {
+  return decl == 0 ? std::string("world") : impl_->decls[static_cast<std::size_t>(decl - 1)].name;
+}
+
+int Topology::size_of(const TopoRun& run, int rank, std::uint32_t comm) const {
+  const State* s = impl_->state(run, rank, comm);
+  if (!s) return comm == 0 ? run.run->P : 0;
+  const std::vector<int>* m = impl_->members(run, *s);
+  return m ? static_cast<int>(m->size()) : 0;
+}
+
+std::map<std::uint32_t, std::vector<int>> Topology::communicators(const TopoRun& run, int rank) const {
+  std::map<std::uint32_t, std::vector<int>> out;
+  const RunData& d = impl_->data[impl_->index_of(run)];
+  if (rank < 0 || static_cast<std::size_t>(rank) >= d.state.size()) return out;
+  for (const auto& [id, s] : d.state[static_cast<std::size_t>(rank)])
+    if (const std::vector<int>* m = impl_->members(run, s)) out[id] = *m;
+  return out;
+}
+
+int Topology::to_comm_rank(const TopoRun& run, int rank, std::uint32_t comm, int world) const {
+  if (world < 0) return world == trace::PROC_NULL ? -1 : world;
+  const State* s = impl_->state(run, rank, comm);
+  if (!s) return comm == 0 ? world : -4;
+  const std::vector<int>* m = impl_->members(run, *s);
+  if (!m) return -4;
+  auto it = std::find(m->begin(), m->end(), world);
+  return it == m->end() ? -4 : static_cast<int>(it - m->begin());
+}
+
+std::string Topology::fit_rank(int decl, const std::vector<RankObs>& obs, const FitInt& fit, const std::string& where,
+                               const char* field, bool& exact, std::string& note) const {
+  const Impl& m = *impl_;
+  exact = true;
+  note.clear();
+  // 1. a neighbour on the Cartesian grid of the communicator (or, on world, of a grid of all ranks in order)
+  std::vector<int> grids;
+  if (decl > 0 && m.decls[static_cast<std::size_t>(decl - 1)].cartesian()) grids.push_back(decl);
+  if (decl == 0)
+    for (std::size_t k = 0; k < m.decls.size(); ++k)
+      if (m.decls[k].kind == Kind::CART_CREATE && m.decls[k].parent == 0) grids.push_back(static_cast<int>(k + 1));
+  for (int g : grids) {
+    std::vector<RankObs> on = obs;
+    bool whole = true;  // world ranks are the grid's ranks: the grid has every rank, in order
+    if (g != decl) {
+      for (RankObs& o : on) {
+        const RunData& d = m.data[m.index_of(*o.run)];
+        bool found = false;
+        for (const auto& [id, s] : d.state[static_cast<std::size_t>(o.rank)])
+          if (s.decl == g) {
+            const std::vector<int>* mem = m.members(*o.run, s);
+            whole = whole && mem && static_cast<int>(mem->size()) == o.run->run->P;
+            o.comm = id;
+            found = true;
+          }
+        whole = whole && found;
+      }
+    }
+    if (!whole) continue;
+    std::string why;
+    const std::string text = m.cart_peer(g, on, why);
+    if (!text.empty()) {
+      note = why;
+      return text;
+    }
+  }
+  // 2. the communicator's own rank and size (a ring on a split: (c.rank + 1) % c.size)
+  std::vector<Sample> rel, world;
+  bool all_same = true;
+  for (const RankObs& o : obs) {
+    const int v = to_comm_rank(*o.run, o.rank, o.comm, o.value);
+    if (v == -4) {
+      exact = false;
+      note = "rank " + std::to_string(o.value) + " is not a member of rank " + std::to_string(o.rank) + "'s communicator in " + o.run->name;
+      return "";
+    }
+    Vars a = o.run->vars, b = o.run->vars;
+    const State* s = m.state(*o.run, o.rank, o.comm);
+    a["rank"] = s ? s->my_rank : o.rank;
+    a["P"] = size_of(*o.run, o.rank, o.comm);
+    b["rank"] = o.rank;
+    rel.push_back({a, static_cast<double>(v), o.run->name});
+    world.push_back({b, static_cast<double>(v), o.run->name});
+    all_same = all_same && v == static_cast<int>(rel.front().value);
+  }
+  if (rel.empty()) return "";
+  if (all_same) return std::to_string(static_cast<int>(rel.front().value));
+  FitOptions fo;
+  fo.integer = true;
+  fo.allow_rank = true;
+  if (decl != 0) {
+    const std::string& n = name(decl);
+    try {
+      if (const Fit f = fit_quantity(rel, m.params, fo); f.exact && !has_decimal_literal(f.expr)) return rename_rank_and_size(f.expr, n + ".rank", n + ".size");
+    } catch (const std::invalid_argument&) {
+    }
+  }
+  // 3. world rank, P and the parameters: the builder's fit (which warns when nothing is exact)
+  return fit(world, where, field, true);
+}
+
+}  // namespace mksim::skeletons::builder

@@ -1,0 +1,95 @@
+// Communicators and process topologies of traced runs (trace format v4 ARGS records) -> the skeleton's
+// `comms` declarations (format v3) with exact expressions, and the translation of each call's world peers
+// and roots into ranks of its communicator, written as exact expressions (Cartesian neighbours as
+// cart_rank(cart_coord(...) + offset), PROC_NULL at non-periodic edges). Method: skeletons/builder/README.md,
+// "Communicators and topologies".
+#pragma once
+
+#include "skeletons/builder/regress.hpp"
+#include "skeletons/trace/trace.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mksim::skeletons::builder {
+
+/** @brief One traced run as the topology analysis sees it: the trace, P and parameters (Vars), its name. */
+struct TopoRun {
+  const trace::Run* run = nullptr;
+  Vars vars;
+  std::string name;
+};
+
+/** @brief One observation of a rank-valued quantity of a call: the run, the calling rank (world), the
+ *  call's communicator id (the tracer's, per rank) and the value as traced (a world rank, PROC_NULL). */
+struct RankObs {
+  const TopoRun* run = nullptr;
+  int rank = 0;
+  std::uint32_t comm = 0;
+  int value = 0;
+};
+
+/** @brief The communicators of a set of runs of one program. */
+class Topology {
+ public:
+  /** @brief Fits an integer quantity exactly when it can (the builder's fit_int): samples, where, field,
+   *  whether rank may appear. */
+  using FitInt = std::function<std::string(const std::vector<Sample>&, const std::string&, const char*, bool)>;
+
+  Topology(const std::vector<TopoRun>& runs, std::vector<std::string> params);
+  ~Topology();
+  Topology(const Topology&) = delete;
+  Topology& operator=(const Topology&) = delete;
+
+  /** @brief Whether any traced run made a communicator the skeleton declares. */
+  bool any() const;
+  /** @brief The `comms` object (declarations in creation order) and the `let` values they need (grid
+   *  sides and coordinates of Cartesian communicators). Warnings and ambiguities are appended. */
+  nlohmann::json declarations(const FitInt& fit, std::vector<std::string>& warnings);
+  /** @brief `let` entries (name, expression) for the Cartesian communicators, after declarations(). */
+  const std::vector<std::pair<std::string, std::string>>& lets() const;
+  /** @brief The skeleton communicator (0 world, k the k-th declaration) of a rank's communicator id. */
+  int decl_of(const TopoRun& run, int rank, std::uint32_t comm) const;
+  /** @brief Its name ("world" for 0). */
+  std::string name(int decl) const;
+  /** @brief The size of the rank's instance of the communicator (P for world; 0 unknown). */
+  int size_of(const TopoRun& run, int rank, std::uint32_t comm) const;
+  /** @brief Every communicator a rank of a run is a member of: tracer id -> its members (world ranks, in
+   *  communicator rank order); id 0 is world. */
+  std::map<std::uint32_t, std::vector<int>> communicators(const TopoRun& run, int rank) const;
+  /** @brief A world rank as a rank of the caller's instance of comm (PROC_NULL, ANY and NO_RANK kept as
+   *  -1, -2, NO_RANK); -4 when the rank is not a member. */
+  int to_comm_rank(const TopoRun& run, int rank, std::uint32_t comm, int world) const;
+  /** @brief An exact expression for a peer or root given as world ranks, relative to the communicator
+   *  `decl` (every observation's communicator must be of that declaration): Cartesian neighbours,
+   *  expressions of NAME.rank and NAME.size, else the builder's fit over world variables. "" when none is
+   *  exact; `note` then says why. */
+  std::string fit_rank(int decl, const std::vector<RankObs>& obs, const FitInt& fit, const std::string& where,
+                       const char* field, bool& exact, std::string& note) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/** @brief Whether an expression has a number with a fractional part written in decimals (17.4852...): an
+ *  integer quantity "fitted exactly" with such a coefficient is a coincidence of the traced runs (the exact
+ *  search writes true fractions as p/q), not an integer elsewhere. */
+bool has_decimal_literal(const std::string& text);
+
+/** @brief An exact decomposition form for a positive integer: c times a product of the parameters' powers
+ *  (-1..3) divided by one of 1, P, sqrt(P), P^(2/3), P^(1/3), the sides of MPI_Dims_create(P, 2 or 3) (the
+ *  smaller side of MPI_Dims_create(P, 2) is the largest divisor of P up to sqrt(P)) or P times a side, c a
+ *  fraction p/q with q <= 64; "" when none reproduces every sample. Never negative. */
+std::string decomposition_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params);
+
+/** @brief `rank` and `P` in an expression replaced (whole words) by `rank_to` and `size_to`. */
+std::string rename_rank_and_size(const std::string& text, const std::string& rank_to, const std::string& size_to);
+
+}  // namespace mksim::skeletons::builder

@@ -1,0 +1,162 @@
+// The skeleton builder's communicators and topologies (skeletons/builder/topology.hpp; issue 23 part B), on
+// real OpenMPI traces that each test makes once: tests/topo_app.c "grid" (periodic 2-D Cartesian grid from
+// MPI_Dims_create, its rows and columns from MPI_Cart_sub, a split with reversed keys, a dup) and "cube" (3-D,
+// not periodic: MPI_PROC_NULL at the faces, an edge neighbour), built from P = 4, 8, 16 and checked rank by
+// rank against a run at P = 32 that the builder never saw; and the integer guard on the corpus' SUMMA, whose
+// panel roots no expression of rank and P gives.
+#include "skeletons/builder/builder.hpp"
+#include "skeletons/builder/holdout.hpp"
+#include "skeletons/builder/topology.hpp"
+#include "skeletons/error.hpp"
+#include "skeletons/expand.hpp"
+#include "skeletons/skeleton_io.hpp"
+#include "skeletons/trace/reader.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace b = mksim::skeletons::builder;
+
+mksim::trace::Run trace(const std::string& exe, const std::string& mode, int P, int steps, int bytes_or_n,
+                        const std::string& extra_params = "") {
+  std::string tag = fs::path(exe).filename().string() + "_" + mode + "_" + std::to_string(P);
+  for (char& ch : tag)
+    if (ch == ' ') ch = '_';
+  const fs::path dir = fs::path(::testing::TempDir()) / ("mksim_topo_build_" + std::to_string(::getpid()) + "_" + tag);
+  fs::remove_all(dir);
+  const std::string cmd = std::string("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 ") +
+                          MKTRACE + " -np " + std::to_string(P) + extra_params + " -o " + dir.string() + " -- " + exe + " " +
+                          mode + " >" + dir.string() + ".log 2>&1";
+  (void)steps;
+  (void)bytes_or_n;
+  const int rc = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << cmd;
+  return mksim::trace::read_run(dir.string(), {.require_complete = true});
+}
+
+mksim::trace::Run topo(const std::string& mode, int P, int steps) {
+  return trace(TOPO_APP, mode + " " + std::to_string(steps) + " 64", P, steps, 64,
+               " --param steps=" + std::to_string(steps) + " --param bytes=64");
+}
+
+// Every rank of `run` expands to exactly its traced operations (kind, world peer, tag, bytes, world root, and
+// the communicator's members).
+void expect_exact(const mksim::skeletons::Skeleton& sk, const mksim::trace::Run& run, const std::map<std::string, double>& params,
+                  const std::string& text) {
+  const auto rep = b::compare_with_trace(sk, run, params);
+  EXPECT_EQ(rep.exact_ranks(), static_cast<std::size_t>(run.P)) << text;
+  for (const auto& rc : rep.ranks)
+    if (!rc.exact()) {
+      ADD_FAILURE() << "P=" << run.P << " rank " << rc.rank << ": " << rc.error
+                    << (rc.skeleton_op ? " skeleton " + b::describe(*rc.skeleton_op) : "")
+                    << (rc.trace_op ? " trace " + b::describe(*rc.trace_op) : "");
+      break;
+    }
+}
+
+std::string all_peers(const nlohmann::json& body) {
+  std::string out;
+  for (const auto& blk : body) {
+    if (blk.contains("peer") && blk["peer"].is_string()) out += blk["peer"].get<std::string>() + "\n";
+    for (const char* arm : {"body", "then", "else"})
+      if (blk.contains(arm)) out += all_peers(blk[arm]);
+  }
+  return out;
+}
+
+// Periodic 2-D grid, its rows and columns, a split with keys, a dup: declared with exact expressions, every op
+// on its communicator, the 4 neighbours as cart_rank of wrapped coordinates; exact at P = 32 (an 8 x 4 grid,
+// never traced: the training grids are 2 x 2, 4 x 2, 4 x 4).
+TEST(TopologyBuild, PeriodicGridCartSubSplitDupExactAtUntracedP) {
+  std::vector<mksim::trace::Run> runs{topo("grid", 4, 2), topo("grid", 4, 3), topo("grid", 8, 2), topo("grid", 16, 2)};
+  const auto held = topo("grid", 32, 2);
+  const auto r = b::build_skeleton(runs);
+  const std::string text = r.skeleton.dump(2);
+  EXPECT_EQ(r.skeleton["version"], 3);
+  const auto& comms = r.skeleton["comms"];
+  ASSERT_EQ(comms.size(), 5u) << text;
+  EXPECT_EQ(comms["c01_cart"]["cart"], "world");
+  EXPECT_EQ(comms["c01_cart"]["periods"], nlohmann::json::array({true, true}));
+  EXPECT_EQ(r.skeleton["let"]["c01_cart_n0"], "dims(P, 2, 0)");
+  EXPECT_EQ(r.skeleton["let"]["c01_cart_n1"], "dims(P, 2, 1)");
+  EXPECT_EQ(comms["c02_sub"]["remain"], nlohmann::json::array({false, true}));
+  EXPECT_EQ(comms["c03_sub"]["remain"], nlohmann::json::array({true, false}));
+  EXPECT_EQ(comms["c04_split"]["color"], "rank % 2");
+  EXPECT_TRUE(comms["c04_split"].contains("key")) << "the reversed key orders the group otherwise than world";
+  EXPECT_EQ(comms["c05_dup"]["dup"], "world");
+  const std::string peers = all_peers(r.skeleton["body"]);
+  EXPECT_NE(peers.find("cart_rank((c01_cart_x0 + 1) % c01_cart_n0, c01_cart_x1, 0"), std::string::npos) << peers;
+  EXPECT_NE(peers.find("cart_rank(c01_cart_x0, (c01_cart_x1 - 1) % c01_cart_n1, 0"), std::string::npos) << peers;
+  EXPECT_NE(peers.find("c04_split.rank"), std::string::npos) << peers;
+  EXPECT_EQ(text.find("rank^"), std::string::npos) << "no polynomial of rank";
+  expect_exact(mksim::skeletons::parse_skeleton(text, "grid.json"), held, {{"steps", 2}, {"bytes", 64}}, text);
+}
+
+// 3-D grid, not periodic: the 6 faces and an edge neighbour as cart_rank of shifted coordinates, PROC_NULL (-1
+// from cart_rank) outside the grid; ranks on the faces have the same program as interior ones. Exact at P = 32
+// (4 x 4 x 2), never traced.
+TEST(TopologyBuild, NonPeriodicCubeWithProcNullExactAtUntracedP) {
+  std::vector<mksim::trace::Run> runs{topo("cube", 4, 2), topo("cube", 4, 3), topo("cube", 8, 2), topo("cube", 16, 2)};
+  const auto held = topo("cube", 32, 2);
+  const auto r = b::build_skeleton(runs);
+  const std::string text = r.skeleton.dump(2);
+  EXPECT_EQ(r.skeleton["comms"]["c01_cart"]["periods"], nlohmann::json::array({false, false, false})) << text;
+  EXPECT_EQ(r.skeleton["let"]["c01_cart_n2"], "dims(P, 3, 2)");
+  const std::string peers = all_peers(r.skeleton["body"]);
+  EXPECT_NE(peers.find("cart_rank(c01_cart_x0 + 1, c01_cart_x1 + 1, c01_cart_x2, c01_cart_n0, c01_cart_n1, c01_cart_n2)"),
+            std::string::npos) << peers;
+  EXPECT_NE(peers.find("cart_rank(c01_cart_x0, c01_cart_x1, c01_cart_x2 - 1,"), std::string::npos) << peers;
+  EXPECT_EQ(r.skeleton["body"].dump().find("\"cond\""), std::string::npos) << "one program for every rank";
+  expect_exact(mksim::skeletons::parse_skeleton(text, "cube.json"), held, {{"steps", 2}, {"bytes", 64}}, text);
+}
+
+// Integers stay integers: SUMMA's bcast roots (the owner of each panel, which the builder's loops do not
+// express) get no fitted polynomial. Each traced run's values are written, so the skeleton replays the traced
+// runs exactly and refuses another P naming `no_exact_expression`; a warning and an ambiguity name the root,
+// the call and the runs that would decide. Sizes on the row and column communicators are exact decomposition
+// forms.
+TEST(TopologyBuild, IntegersWithoutExactExpressionAreWrittenPerRunAndRefusedElsewhere) {
+  auto summa = [](int P, int reps) {
+    return trace(SUMMA, "128 8 " + std::to_string(reps), P, reps, 128,
+                 " --param N=128 --param nb=8 --param reps=" + std::to_string(reps));
+  };
+  std::vector<mksim::trace::Run> runs{summa(4, 2), summa(4, 3), summa(8, 2), summa(16, 2)};
+  const auto r = b::build_skeleton(runs);
+  const std::string text = r.skeleton.dump(2);
+  EXPECT_EQ(text.find("rank^"), std::string::npos);
+  bool warned = false;
+  for (const auto& w : r.warnings) warned = warned || (w.find("/root: no exact expression of rank, P and the parameters") != std::string::npos &&
+                                                        w.find("P = 32 and 64 would show") != std::string::npos);
+  EXPECT_TRUE(warned) << text;
+  EXPECT_FALSE(r.ambiguities.empty());
+  const auto sk = mksim::skeletons::parse_skeleton(text, "summa.json");
+  expect_exact(sk, runs[3], {{"N", 128}, {"nb", 8}, {"reps", 2}}, text);
+  try {
+    b::expanded_ops(sk, 32, {{"N", 128}, {"nb", 8}, {"reps", 2}}, 1);
+    ADD_FAILURE() << "expanded at P = 32";
+  } catch (const mksim::skeletons::SkeletonError& e) {
+    EXPECT_NE(std::string(e.what()).find("no_exact_expression"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TopologyBuild, DecompositionFormsAndDecimalCoefficients) {
+  std::vector<b::Sample> s;
+  for (double P : {4.0, 8.0, 16.0})
+    for (double N : {32.0, 64.0}) {
+      const double side = P == 8 ? 2 : std::sqrt(P);  // dims(P, 2, 1)
+      s.push_back({{{"P", P}, {"N", N}}, 16 * N * N * N / (P * side), "run"});
+    }
+  EXPECT_EQ(b::decomposition_fit(s, {"N"}), "16*N^3/(P*dims(P, 2, 1))");
+  EXPECT_TRUE(b::has_decimal_literal("17.4852 - 16.48*log2(P)"));
+  EXPECT_FALSE(b::has_decimal_literal("c01_cart.rank + 1"));
+}
+
+}  // namespace
