@@ -1,5 +1,6 @@
 #include "skeletons/builder/builder.hpp"
 #include "skeletons/builder/stack_regions.hpp"
+#include "skeletons/builder/vary.hpp"
 
 #include "skeletons/builder/cpg.hpp"
 #include "skeletons/builder/features.hpp"
@@ -997,6 +998,12 @@ class Builder {
   }
 
   // Fits one integer quantity (counts, sizes, peers, tags, roots); returns its expression text.
+  static std::string integer_guard(const std::string& expr, const std::string& field) {
+    const std::string rounded = "floor(" + expr + " + 0.5)";
+    if (field == "peer" || field == "root") return "min(P - 1, max(0, " + rounded + "))";
+    return "max(0, " + rounded + ")";
+  }
+
   std::string fit_int(const std::vector<Sample>& samples, const std::string& where, nlohmann::json& fits,
                       const char* field, bool allow_rank) {
     bool all_same = true;
@@ -1009,9 +1016,15 @@ class Builder {
     if (!f.exact) {
       fo.integer = false;
       f = fit_quantity(samples, params_, fo);
-      result.warnings.push_back(where + "/" + field + ": no exact expression fits every run; using \"" + f.expr +
+      // the domain guard (vary.hpp): a model fitted by least squares may leave the domain of a whole number
+      // at a P not traced (a size below 0, a peer outside 0..P-1); the skeleton holds it there, rounded
+      const std::string guarded = integer_guard(f.expr, field);
+      result.warnings.push_back(where + "/" + field + ": no exact expression fits every run; using \"" + guarded +
                                 "\" (largest relative error " + fmt_number(f.max_rel_error) + ")");
-      fits[field] = {{"expr", f.expr}, {"max_rel_error", f.max_rel_error}, {"cv_rel_error", f.cv_rel_error}};
+      fits[field] = {{"expr", f.expr}, {"max_rel_error", f.max_rel_error}, {"cv_rel_error", f.cv_rel_error},
+                     {"guard", guarded}};
+      note_ambiguity(where + "/" + field, f);
+      return guarded;
     }
     note_ambiguity(where + "/" + field, f);
     return f.expr;
@@ -1414,6 +1427,30 @@ class Builder {
     body.push_back({{"op", "if"}, {"prob", prob}, {"then", std::move(then)}, {"fit", fits}, {"_branch", branches_.size() - 1}});
   }
 
+  // vary_sizes: how much a call's sizes vary over its iterations, around each rank's mean (the skeleton sends
+  // the mean): fit.size_per_iteration = smallest and largest size seen, and the pooled relative spread
+  void note_size_spread(const UNode& u, bool received, nlohmann::json& fits) const {
+    double lo = INFINITY, hi = -INFINITY, var = 0, weight = 0;
+    std::uint64_t n = 0;
+    for (const Occ& o : u.occ)
+      for (const Node* node : o.nodes) {
+        const Call& c = std::get<Call>(node->op);
+        const Stats& st = received ? c.sizes2 : c.sizes;
+        if (!c.vary || st.n == 0) continue;
+        lo = std::min(lo, st.min);
+        hi = std::max(hi, st.max);
+        n += st.n;
+        if (st.mean() > 0) {
+          const double cv = st.stddev() / st.mean();
+          var += cv * cv * static_cast<double>(st.n);
+          weight += static_cast<double>(st.n);
+        }
+      }
+    if (n == 0 || !(hi > lo)) return;
+    fits["size_per_iteration"] = {{"min", lo}, {"max", hi}, {"cv", weight > 0 ? std::sqrt(var / weight) : 0.0},
+                                  {"executions", n}};
+  }
+
   static double peer_of(const Node& n) { return std::get<Call>(n.op).peer; }
   static double tag_of(const Node& n) { return std::get<Call>(n.op).tag; }
   static double bytes_of(const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes); }
@@ -1449,6 +1486,7 @@ class Builder {
       nlohmann::json b = {{"op", op}};
       b["peer"] = c.peer == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_call_int(u, peer_of, at, fits, "peer"));
       b["size"] = fit_call_int(u, bytes_of, at, fits, "size");
+      note_size_spread(u, false, fits);
       b["tag"] = c.tag == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_call_int(u, tag_of, at, fits, "tag"));
       if ((c.kind == Kind::ISEND || c.kind == Kind::ISSEND || c.kind == Kind::IRECV) && request_names_.count(c.site))
         b["req"] = request_names_.at(c.site);
@@ -1460,12 +1498,14 @@ class Builder {
       nlohmann::json s = {{"op", "isend"}, {"req", req + "s"}};
       s["peer"] = fit_call_int(u, peer_of, at, fits, "peer");
       s["size"] = fit_call_int(u, bytes_of, at, fits, "size");
+      note_size_spread(u, false, fits);
       s["tag"] = fit_call_int(u, tag_of, at, fits, "tag");
       finish(std::move(s));
       nlohmann::json r = {{"op", "irecv"}, {"req", req + "r"}};
       r["peer"] = c.peer2 == trace::ANY ? nlohmann::json("any")
                                         : nlohmann::json(fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).peer2); }, at, fits, "peer"));
       r["size"] = fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes2); }, at, fits, "size");
+      note_size_spread(u, true, fits);
       r["tag"] = c.tag2 == trace::ANY ? nlohmann::json("any")
                                       : nlohmann::json(fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).tag2); }, at, fits, "tag"));
       finish(std::move(r));
@@ -1491,6 +1531,7 @@ class Builder {
         if (c.kind == Kind::ALLTOALL)  // the trace has everything sent; the skeleton per destination
           for (Sample& s : sizes) s.value /= s.vars.at("P");
         b["size"] = fit_int(sizes, at, fits, "size", true);
+        note_size_spread(u, false, fits);
       }
       if (c.kind == Kind::BCAST || c.kind == Kind::REDUCE || c.kind == Kind::GATHER || c.kind == Kind::SCATTER)
         b["root"] = fit_int(samples(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).root); }), at, fits, "root", false);
@@ -1557,6 +1598,13 @@ BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOpti
       result.trace_events += r.events.size();
     }
     infos.push_back(std::move(info));
+  }
+  {  // iterations that differ only in message sizes (vary.hpp)
+    std::vector<std::vector<RankProgram>> folded;
+    for (RunInfo& info : infos) folded.push_back(std::move(info.ranks));
+    const SizesChoice sizes = choose_sizes(runs, folded, options.fold, options.vary_sizes);
+    for (std::size_t i = 0; i < infos.size(); ++i) infos[i].ranks = std::move(folded[i]);
+    if (!sizes.note.empty()) region_warnings.push_back(sizes.note);
   }
   std::sort(infos.begin(), infos.end(), [](const RunInfo& a, const RunInfo& b) {
     if (a.P != b.P) return a.P < b.P;
