@@ -476,17 +476,28 @@ class Builder {
     const std::size_t warnings = result.warnings.size(), ambiguities = result.ambiguities.size();
     bool shared = false;
     nlohmann::json body;
-    try {
-      body = emit_program(inputs, false, shared);
-    } catch (const BuildError& e) {
-      if (!shared) throw;
+    auto restart = [&] {
       result.warnings.resize(warnings);
       result.ambiguities.resize(ambiguities);
       uses_v2_ = false;
       last_request_phase_.clear();
-      body = emit_program(inputs, true, shared);
-      result.warnings.push_back(std::string("one copy per shape where shapes order calls differently: the ranks of a copy ") +
-                                "shared by shapes that agree follow no condition on rank (" + e.what() + ")");
+    };
+    try {
+      try {
+        body = emit_program(inputs, false, shared);
+      } catch (const BuildError& e) {
+        if (!shared) throw;
+        restart();
+        body = emit_program(inputs, true, shared);
+        result.warnings.push_back(std::string("one copy per shape where shapes order calls differently: the ranks of a copy ") +
+                                  "shared by shapes that agree follow no condition on rank (" + e.what() + ")");
+      }
+    } catch (const BuildError&) {
+      // data, not rank (issue 17): parts that no condition on rank describes become probabilities
+      if (!opt_.data_dependent_sets) throw;
+      restart();
+      allow_prob_sets_ = true;
+      body = emit_program(inputs, false, shared);
     }
 
     nlohmann::json sk;
@@ -533,6 +544,7 @@ class Builder {
   std::vector<RunInfo> runs_;
   std::vector<std::string> params_;
   BuildOptions opt_;
+  bool allow_prob_sets_ = false;  // condition(): an empty text (a probability) where no predicate fits
   std::vector<Member> members_;
   std::vector<std::vector<std::size_t>> shapes_;        // shape -> member indices
   std::map<std::uint64_t, std::string> request_names_;  // waited isend/irecv site -> name
@@ -959,6 +971,13 @@ class Builder {
       std::string per_run;
       for (std::size_t i = 0; i < runs_.size(); ++i)
         per_run += "\n  " + runs_[i].name + " (" + describe_vars(runs_[i].vars) + "): ranks " + describe_ranks(labels[i].member);
+      // data, not rank (issue 17): a part that some ranks skip for reasons of data (no particle crossed a face
+      // in one step, so one rank's loop folded differently) is a probability, not a refusal; see emit_list
+      if (allow_prob_sets_) {
+        result.warnings.push_back(where + ": the ranks that run this part follow no condition on rank (" + g.message +
+                                  "); written as a probability over ranks (data-dependent)" + per_run);
+        return "";
+      }
       throw BuildError(where + ": the ranks that run this part of the program follow no condition on rank that holds in every run: " +
                        g.message + per_run +
                        "\nThe runs' structures disagree; trace more runs at the P where this happens, or annotate "
@@ -1282,7 +1301,19 @@ class Builder {
         const std::string at = where + "/" + std::to_string(body.size());
         nlohmann::json then = nlohmann::json::array();
         for (std::size_t k = i; k < j; ++k) emit_node(list[k], here, at + "/then", then);
-        if (!then.empty()) body.push_back({{"op", "if"}, {"cond", condition(here, at)}, {"then", then}});
+        if (!then.empty()) {
+          const std::string cond = condition(here, at);
+          if (!cond.empty()) {
+            body.push_back({{"op", "if"}, {"cond", cond}, {"then", then}});
+          } else {  // the share of the enclosing block's ranks, pooled over runs (data_dependent_sets)
+            const auto in_here = static_cast<double>(std::count(here.begin(), here.end(), true));
+            const auto in_context = static_cast<double>(std::count(context.begin(), context.end(), true));
+            const double p = in_context > 0 ? in_here / in_context : 0.0;
+            body.push_back({{"op", "if"}, {"prob", fmt_number(p)}, {"then", then},
+                            {"fit", {{"prob", {{"data_dependent_ranks", true}, {"members", in_here},
+                                               {"of", in_context}}}}}});
+          }
+        }
       }
       i = j;
     }
