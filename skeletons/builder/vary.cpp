@@ -36,7 +36,7 @@ SizesChoice choose_sizes(const std::vector<trace::Run>& runs, std::vector<std::v
   std::size_t largest = 0, ignored = 0;
   count(folded, out.exact_nodes, out.exact_shapes, largest);
   count(other, out.vary_nodes, out.vary_shapes, ignored);
-  const bool compresses = largest >= 32 && 2 * out.vary_nodes <= out.exact_nodes;
+  const bool compresses = largest >= 32 && 4 * out.vary_nodes <= 3 * out.exact_nodes;
   const bool agrees = out.vary_shapes < out.exact_shapes && out.vary_nodes <= out.exact_nodes;
   out.vary = mode == 1 || compresses || agrees;
   if (!out.vary) return out;

@@ -25,7 +25,7 @@ struct SizesChoice {
 
 /** @brief Decides whether the runs are folded with sizes as statistics and, if so, refolds `folded` (one
  *  vector of rank programs per run, in the order of `runs`, folded with `options`). `mode` -1 decides
- *  (sizes vary when that at least halves the folded nodes of ranks whose exact fold has 32 nodes or more,
+ *  (sizes vary when that saves a quarter of the folded nodes of runs whose largest exact fold has 32 nodes or more,
  *  or gives fewer distinct shapes with no more nodes), 0 never, 1 always. */
 SizesChoice choose_sizes(const std::vector<trace::Run>& runs, std::vector<std::vector<RankProgram>>& folded,
                          const FoldOptions& options, int mode);
