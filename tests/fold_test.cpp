@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace {
 
 using mksim::skeletons::builder::Call;
@@ -203,3 +205,42 @@ TEST(FoldTest, ComputeIsTheGapsCpuTimeWhenTheTracerMeasuredIt) {
   EXPECT_NEAR(gap.max, 2e-3, 1e-12);
   EXPECT_NEAR(std::get<Compute>(p.seq.at(2).op).seconds.mean(), 3e-3, 1e-12);
 }
+
+namespace {
+
+// issue 17: a particle exchange whose sizes change every step (16 bytes per particle that crosses a face)
+mksim::skeletons::builder::RankProgram fold_particles(int steps, bool vary) {
+  Writer w;
+  w.call(Kind::INIT, 1, -1, -1, 0, 0);
+  for (int i = 0; i < steps; ++i) {
+    w.call(Kind::SEND, 2, 1, 3, 16 * (10 + (i * 7919) % 13));  // 10..22 particles
+    w.call(Kind::RECV, 3, 1, 3, 16 * (10 + (i * 104729) % 13));
+    w.call(Kind::ALLREDUCE, 4, -1, -1, 8);
+  }
+  w.call(Kind::FINALIZE, 5);
+  mksim::skeletons::builder::FoldOptions o;
+  o.vary_sizes = vary;
+  return fold_rank(w.t, o);
+}
+
+TEST(FoldTest, IterationsThatDifferInSizesFoldWithSizesAsStatistics) {
+  using mksim::skeletons::builder::folded_size;
+  const auto exact = fold_particles(100, false), vary = fold_particles(100, true), longer = fold_particles(1000, true);
+  EXPECT_GT(folded_size(exact.seq), 100u);  // sizes as identity: hardly any two steps are equal
+  // sizes as statistics: one loop of 100 steps, and no bigger for 1000 steps
+  ASSERT_EQ(vary.seq.size(), 4u) << mksim::skeletons::builder::to_text(vary.seq);
+  EXPECT_EQ(loop_at(vary.seq, 1).count, 100u);
+  EXPECT_EQ(folded_size(longer.seq), folded_size(vary.seq));
+  EXPECT_EQ(loop_at(longer.seq, 1).count, 1000u);
+  const Call& send = call_at(loop_at(vary.seq, 1).body, 1);
+  ASSERT_EQ(send.kind, Kind::SEND);
+  EXPECT_EQ(send.sizes.n, 100u);
+  double sum = 0;
+  for (int i = 0; i < 100; ++i) sum += 16 * (10 + (i * 7919) % 13);
+  EXPECT_EQ(send.bytes, std::llround(sum / 100));  // the mean size, whole bytes
+  EXPECT_EQ(send.sizes.min, 160);
+  EXPECT_EQ(send.sizes.max, 16 * 22);
+  EXPECT_EQ(mksim::skeletons::builder::expanded_calls(vary.seq), mksim::skeletons::builder::expanded_calls(exact.seq));
+}
+
+}  // namespace

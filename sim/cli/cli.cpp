@@ -689,6 +689,7 @@ int cmd_model(const std::vector<std::string>& args, std::ostream& out) {
 
 const char* MKSKEL_USAGE =
     "usage: mkskel build TRACE... -o OUT.json [--name NAME] [--min-compute-s S] [--strict] [--no-stack-regions]\n"
+    "         [--sizes auto|exact|vary]\n"
     "         TRACE: a mktrace run directory, an OTF2 anchor file (*.otf2) or a SimGrid TI index file;\n"
     "         append ::NAME=VALUE,... to set or override the run's parameters (required for OTF2/TI)\n"
     "       mkskel show SKELETON.json\n"
@@ -736,6 +737,7 @@ int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std:
   double min_compute = 0;
   bool strict = false;
   bool no_stack_regions = false;
+  std::string sizes = "auto";
   std::vector<std::string> inputs;
   desc.add_options()("help,h", "this help")
       ("output,o", po::value(&output)->required(), "skeleton JSON to write")
@@ -744,6 +746,9 @@ int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std:
       ("strict", po::bool_switch(&strict), "treat ambiguities (models the runs cannot tell apart) as errors")
       ("no-stack-regions", po::bool_switch(&no_stack_regions),
        "region blocks only from mktrace.h annotations, not from the call-site stacks")
+      ("sizes", po::value(&sizes)->default_value("auto"),
+       "message sizes as identity when folding loops (exact), as statistics (vary: iterations that differ only in "
+       "sizes fold, each call gets its mean size), or vary where that compresses the folded programs (auto)")
       ("trace", po::value(&inputs)->composing(), "traced run (positional)");
   po::positional_options_description pos;
   pos.add("trace", -1);
@@ -773,6 +778,10 @@ int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std:
   bo.name = name;
   bo.min_compute_s = min_compute;
   bo.stack_regions = !no_stack_regions;
+  if (sizes == "auto") bo.vary_sizes = -1;
+  else if (sizes == "exact") bo.vary_sizes = 0;
+  else if (sizes == "vary") bo.vary_sizes = 1;
+  else throw UsageError("mkskel build: --sizes is auto, exact or vary, not \"" + sizes + "\"");
   skeletons::builder::BuildResult r;
   try {
     r = skeletons::builder::build_skeleton(runs, bo);

@@ -1,5 +1,6 @@
 #include "skeletons/builder/builder.hpp"
 #include "skeletons/builder/stack_regions.hpp"
+#include "skeletons/builder/vary.hpp"
 
 #include "skeletons/builder/cpg.hpp"
 #include "skeletons/builder/features.hpp"
@@ -451,6 +452,7 @@ class Builder {
   }
 
   BuildResult result;
+  bool sizes_are_statistics = false;  ///< the runs were folded with message sizes as statistics (vary.hpp)
 
   nlohmann::json build() {
     // every rank of every run is a member; ranks with the same shape share one alignment
@@ -488,17 +490,28 @@ class Builder {
     const std::size_t warnings = result.warnings.size(), ambiguities = result.ambiguities.size();
     bool shared = false;
     nlohmann::json body;
-    try {
-      body = emit_program(inputs, false, shared);
-    } catch (const BuildError& e) {
-      if (!shared) throw;
+    auto restart = [&] {
       result.warnings.resize(warnings);
       result.ambiguities.resize(ambiguities);
       uses_v2_ = false;
       last_request_phase_.clear();
-      body = emit_program(inputs, true, shared);
-      result.warnings.push_back(std::string("one copy per shape where shapes order calls differently: the ranks of a copy ") +
-                                "shared by shapes that agree follow no condition on rank (" + e.what() + ")");
+    };
+    try {
+      try {
+        body = emit_program(inputs, false, shared);
+      } catch (const BuildError& e) {
+        if (!shared) throw;
+        restart();
+        body = emit_program(inputs, true, shared);
+        result.warnings.push_back(std::string("one copy per shape where shapes order calls differently: the ranks of a copy ") +
+                                  "shared by shapes that agree follow no condition on rank (" + e.what() + ")");
+      }
+    } catch (const BuildError&) {
+      // data, not rank (issue 17): parts that no condition on rank describes become probabilities
+      if (!opt_.data_dependent_sets) throw;
+      restart();
+      allow_prob_sets_ = true;
+      body = emit_program(inputs, false, shared);
     }
 
     nlohmann::json sk;
@@ -589,6 +602,7 @@ class Builder {
     if (!note.empty()) result.ambiguities.push_back(at + "/" + field + ": " + note);
     return text;
   }
+  bool allow_prob_sets_ = false;  // condition(): an empty text (a probability) where no predicate fits
   std::vector<Member> members_;
   std::vector<std::vector<std::size_t>> shapes_;        // shape -> member indices
   std::map<std::uint64_t, std::string> request_names_;  // waited isend/irecv site -> name
@@ -1016,6 +1030,13 @@ class Builder {
       std::string per_run;
       for (std::size_t i = 0; i < runs_.size(); ++i)
         per_run += "\n  " + runs_[i].name + " (" + describe_vars(runs_[i].vars) + "): ranks " + describe_ranks(labels[i].member);
+      // data, not rank (issue 17): a part that some ranks skip for reasons of data (no particle crossed a face
+      // in one step, so one rank's loop folded differently) is a probability, not a refusal; see emit_list
+      if (allow_prob_sets_) {
+        result.warnings.push_back(where + ": the ranks that run this part follow no condition on rank (" + g.message +
+                                  "); written as a probability over ranks (data-dependent)" + per_run);
+        return "";
+      }
       throw BuildError(where + ": the ranks that run this part of the program follow no condition on rank that holds in every run: " +
                        g.message + per_run +
                        "\nThe runs' structures disagree; trace more runs at the P where this happens, or annotate "
@@ -1055,6 +1076,12 @@ class Builder {
   }
 
   // Fits one integer quantity (counts, sizes, peers, tags, roots); returns its expression text.
+  static std::string integer_guard(const std::string& expr, const std::string& field) {
+    const std::string rounded = "floor(" + expr + " + 0.5)";
+    if (field == "peer" || field == "root") return "min(P - 1, max(0, " + rounded + "))";
+    return "max(0, " + rounded + ")";
+  }
+
   std::string fit_int(const std::vector<Sample>& samples, const std::string& where, nlohmann::json& fits,
                       const char* field, bool allow_rank) {
     bool all_same = true;
@@ -1069,6 +1096,22 @@ class Builder {
       if (const std::string d = decomposition_fit(samples, params_); !d.empty()) {
         fits[field] = {{"expr", d}, {"form", "decomposition"}};
         return d;
+      }
+      // Sizes folded as statistics (iterations that differ by data, vary.hpp) are means, not a program's exact
+      // integers: they are regressed, and the domain guard holds the model at every P (never below 0). Every
+      // other integer (peers, roots, tags, sizes the program computes) is written per traced run and refused
+      // elsewhere (per_run_int): a least-squares polynomial of a rank is never a peer.
+      const std::string fname = field;
+      if (sizes_are_statistics && fname != "peer" && fname != "root" && fname != "tag") {
+        fo.integer = false;
+        f = fit_quantity(samples, params_, fo);
+        const std::string guarded = integer_guard(f.expr, field);
+        result.warnings.push_back(where + "/" + field + ": no exact expression fits every run (sizes as statistics); using \"" +
+                                  guarded + "\" (largest relative error " + fmt_number(f.max_rel_error) + ")");
+        fits[field] = {{"expr", f.expr}, {"max_rel_error", f.max_rel_error}, {"cv_rel_error", f.cv_rel_error},
+                       {"guard", guarded}};
+        note_ambiguity(where + "/" + field, f);
+        return guarded;
       }
       return per_run_int(samples, where, fits, field, allow_rank);
     }
@@ -1384,7 +1427,19 @@ class Builder {
         const std::string at = where + "/" + std::to_string(body.size());
         nlohmann::json then = nlohmann::json::array();
         for (std::size_t k = i; k < j; ++k) emit_node(list[k], here, at + "/then", then);
-        if (!then.empty()) body.push_back({{"op", "if"}, {"cond", condition(here, at)}, {"then", then}});
+        if (!then.empty()) {
+          const std::string cond = condition(here, at);
+          if (!cond.empty()) {
+            body.push_back({{"op", "if"}, {"cond", cond}, {"then", then}});
+          } else {  // the share of the enclosing block's ranks, pooled over runs (data_dependent_sets)
+            const auto in_here = static_cast<double>(std::count(here.begin(), here.end(), true));
+            const auto in_context = static_cast<double>(std::count(context.begin(), context.end(), true));
+            const double p = in_context > 0 ? in_here / in_context : 0.0;
+            body.push_back({{"op", "if"}, {"prob", fmt_number(p)}, {"then", then},
+                            {"fit", {{"prob", {{"data_dependent_ranks", true}, {"members", in_here},
+                                               {"of", in_context}}}}}});
+          }
+        }
       }
       i = j;
     }
@@ -1529,6 +1584,30 @@ class Builder {
     body.push_back({{"op", "if"}, {"prob", prob}, {"then", std::move(then)}, {"fit", fits}, {"_branch", branches_.size() - 1}});
   }
 
+  // vary_sizes: how much a call's sizes vary over its iterations, around each rank's mean (the skeleton sends
+  // the mean): fit.size_per_iteration = smallest and largest size seen, and the pooled relative spread
+  void note_size_spread(const UNode& u, bool received, nlohmann::json& fits) const {
+    double lo = INFINITY, hi = -INFINITY, var = 0, weight = 0;
+    std::uint64_t n = 0;
+    for (const Occ& o : u.occ)
+      for (const Node* node : o.nodes) {
+        const Call& c = std::get<Call>(node->op);
+        const Stats& st = received ? c.sizes2 : c.sizes;
+        if (!c.vary || st.n == 0) continue;
+        lo = std::min(lo, st.min);
+        hi = std::max(hi, st.max);
+        n += st.n;
+        if (st.mean() > 0) {
+          const double cv = st.stddev() / st.mean();
+          var += cv * cv * static_cast<double>(st.n);
+          weight += static_cast<double>(st.n);
+        }
+      }
+    if (n == 0 || !(hi > lo)) return;
+    fits["size_per_iteration"] = {{"min", lo}, {"max", hi}, {"cv", weight > 0 ? std::sqrt(var / weight) : 0.0},
+                                  {"executions", n}};
+  }
+
   static double peer_of(const Node& n) { return std::get<Call>(n.op).peer; }
   static double tag_of(const Node& n) { return std::get<Call>(n.op).tag; }
   static double bytes_of(const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes); }
@@ -1568,6 +1647,7 @@ class Builder {
       nlohmann::json b = {{"op", op}};
       b["peer"] = c.peer == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer"));
       b["size"] = fit_call_int(u, bytes_of, at, fits, "size");
+      note_size_spread(u, false, fits);
       b["tag"] = c.tag == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_call_int(u, tag_of, at, fits, "tag"));
       if ((c.kind == Kind::ISEND || c.kind == Kind::ISSEND || c.kind == Kind::IRECV) && request_names_.count(c.site))
         b["req"] = request_names_.at(c.site);
@@ -1579,12 +1659,14 @@ class Builder {
       nlohmann::json s = {{"op", "isend"}, {"req", req + "s"}};
       s["peer"] = fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer");
       s["size"] = fit_call_int(u, bytes_of, at, fits, "size");
+      note_size_spread(u, false, fits);
       s["tag"] = fit_call_int(u, tag_of, at, fits, "tag");
       finish(std::move(s));
       nlohmann::json r = {{"op", "irecv"}, {"req", req + "r"}};
       r["peer"] = c.peer2 == trace::ANY ? nlohmann::json("any")
                                         : nlohmann::json(fit_comm_rank(u, std::max(decl, 0), [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).peer2); }, at, fits, "peer"));
       r["size"] = fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes2); }, at, fits, "size");
+      note_size_spread(u, true, fits);
       r["tag"] = c.tag2 == trace::ANY ? nlohmann::json("any")
                                       : nlohmann::json(fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).tag2); }, at, fits, "tag"));
       finish(std::move(r));
@@ -1617,6 +1699,7 @@ class Builder {
             }
         }
         b["size"] = fit_int(sizes, at, fits, "size", true);
+        note_size_spread(u, false, fits);
       }
       if (c.kind == Kind::BCAST || c.kind == Kind::REDUCE || c.kind == Kind::GATHER || c.kind == Kind::SCATTER)
         b["root"] = fit_comm_rank(u, std::max(decl, 0), [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).root); }, at, fits, "root");
@@ -1685,6 +1768,15 @@ BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOpti
     }
     infos.push_back(std::move(info));
   }
+  bool sizes_vary = false;
+  {  // iterations that differ only in message sizes (vary.hpp)
+    std::vector<std::vector<RankProgram>> folded;
+    for (RunInfo& info : infos) folded.push_back(std::move(info.ranks));
+    const SizesChoice sizes = choose_sizes(runs, folded, options.fold, options.vary_sizes);
+    for (std::size_t i = 0; i < infos.size(); ++i) infos[i].ranks = std::move(folded[i]);
+    if (!sizes.note.empty()) region_warnings.push_back(sizes.note);
+    sizes_vary = sizes.vary;
+  }
   std::sort(infos.begin(), infos.end(), [](const RunInfo& a, const RunInfo& b) {
     if (a.P != b.P) return a.P < b.P;
     return a.vars != b.vars ? a.vars < b.vars : a.name < b.name;
@@ -1694,6 +1786,7 @@ BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOpti
       throw BuildError(infos[i].name + " and " + infos[i - 1].name + " were traced with the same P and parameters (" +
                        describe_vars(infos[i].vars) + "): give each configuration once");
   Builder b(std::move(infos), std::vector<std::string>(names.begin(), names.end()), options);
+  b.sizes_are_statistics = sizes_vary;
   b.result.warnings.insert(b.result.warnings.end(), region_warnings.begin(), region_warnings.end());
   nlohmann::json sk = b.build();
   b.result.skeleton = std::move(sk);

@@ -33,6 +33,12 @@ struct BuildOptions {
   double dist_min_stddev_s = 1e-5;            ///< the spread in seconds
   std::uint64_t dist_min_samples = 10;        ///< executions, all ranks and runs
   std::uint64_t dist_empirical_samples = 50;  ///< executions, all ranks and runs
+  /// message sizes as statistics when iterations differ only in them (vary.hpp): -1 when that compresses
+  /// the folded programs, 0 never, 1 always (`mkskel build --sizes auto|exact|vary`)
+  int vary_sizes = -1;
+  /// a part run by ranks that no condition on rank describes becomes an `if` with the probability of the
+  /// enclosing block's ranks that ran it, with a warning; off: a BuildError, as before issue 17
+  bool data_dependent_sets = true;
 };
 
 /** @brief The skeleton and what the builder could not decide. */

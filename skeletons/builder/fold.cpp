@@ -123,9 +123,10 @@ void Compute::merge(const Compute& o) {
 }
 
 bool Call::same(const Call& o) const {
+  const bool sizes_free = vary && o.vary;
   return kind == o.kind && site == o.site && comm == o.comm && peer == o.peer && tag == o.tag &&
-         bytes == o.bytes && root == o.root && peer2 == o.peer2 && tag2 == o.tag2 && bytes2 == o.bytes2 &&
-         waits_on == o.waits_on;
+         (sizes_free || bytes == o.bytes) && root == o.root && peer2 == o.peer2 && tag2 == o.tag2 &&
+         (sizes_free || bytes2 == o.bytes2) && waits_on == o.waits_on;
 }
 
 namespace {
@@ -142,11 +143,11 @@ std::uint64_t hash_of(const Call& c) {
   for (std::uint64_t v : {static_cast<std::uint64_t>(c.kind), c.site, std::uint64_t{c.comm},
                           static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.peer)),
                           static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.tag)),
-                          static_cast<std::uint64_t>(c.bytes),
+                          static_cast<std::uint64_t>(c.vary ? -1 : c.bytes),
                           static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.root)),
                           static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.peer2)),
                           static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.tag2)),
-                          static_cast<std::uint64_t>(c.bytes2), c.waits_on})
+                          static_cast<std::uint64_t>(c.vary ? -1 : c.bytes2), c.waits_on})
     h = mix(h, v);
   return h;
 }
@@ -167,7 +168,10 @@ void rehash(Node& n) {
 // folds b's statistics into a (same(a, b) holds)
 void merge_into(Node& a, const Node& b) {
   if (auto* c = std::get_if<Call>(&a.op)) {
-    c->inside.merge(std::get<Call>(b.op).inside);
+    const Call& o = std::get<Call>(b.op);
+    c->inside.merge(o.inside);
+    c->sizes.merge(o.sizes);
+    c->sizes2.merge(o.sizes2);
   } else if (auto* k = std::get_if<Compute>(&a.op)) {
     k->merge(std::get<Compute>(b.op));
   } else {
@@ -533,6 +537,20 @@ bool same(const Node& a, const Node& b) {
          range_same(x.body, 0, y.body, 0, x.body.size());
 }
 
+namespace {
+// vary_sizes: each call's bytes become the mean of the sizes it stands for (rounded: a size is whole bytes)
+void settle_sizes(Seq& seq) {
+  for (Node& n : seq) {
+    if (auto* c = std::get_if<Call>(&n.op)) {
+      if (c->vary && c->sizes.n) c->bytes = std::llround(c->sizes.mean());
+      if (c->vary && c->sizes2.n) c->bytes2 = std::llround(c->sizes2.mean());
+    } else if (auto* l = std::get_if<Loop>(&n.op)) {
+      settle_sizes(l->body);
+    }
+  }
+}
+}  // namespace
+
 RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options) {
   using trace::Kind;
   RankProgram out;
@@ -577,12 +595,18 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options)
         request_site.erase(it);
       }
     }
+    if (options.vary_sizes && !trace::is_annotation(c.kind)) {
+      c.vary = true;
+      c.sizes.add(static_cast<double>(c.bytes));
+      c.sizes2.add(static_cast<double>(c.bytes2));
+    }
     ++out.events;
     Node n;
     n.op = std::move(c);
     append(out.seq, std::move(n), options.window);
   }
   branch_annotated_loops(out.seq);
+  if (options.vary_sizes) settle_sizes(out.seq);
   return out;
 }
 

@@ -45,6 +45,11 @@ struct Call {
   std::int64_t bytes2 = 0;             ///< Sendrecv: bytes received
   std::uint64_t waits_on = 0;          ///< MPI_Wait: call site of the isend/irecv it completes
   Stats inside;                        ///< time inside the call (not part of its identity)
+  /// FoldOptions::vary_sizes: bytes and bytes2 are statistics, not identity (`sizes`, `sizes2` keep them;
+  /// after folding, bytes and bytes2 are their means rounded)
+  bool vary = false;
+  Stats sizes;   ///< vary: bytes of every occurrence
+  Stats sizes2;  ///< vary: bytes2 of every occurrence
   bool same(const Call& o) const;
 };
 
@@ -114,6 +119,10 @@ bool same(const Node& a, const Node& b);
 /** @brief Knobs of folding. */
 struct FoldOptions {
   std::size_t window = 512;  ///< longest loop body (in nodes of the current sequence) that is looked for
+  /// message sizes are statistics, not identity, as compute gaps are: iterations that differ only in sizes
+  /// (particles or atoms that move) fold into one loop, each call with its mean size (issue 17; the builder
+  /// chooses this when exact folding does not compress, see vary.hpp)
+  bool vary_sizes = false;
 };
 
 /** @brief A rank's folded program. */
