@@ -55,9 +55,9 @@ fs::path build(const std::string& skeleton, const std::string& name, const std::
   return exe;
 }
 
-// The program traced at P by mktrace, compared with the skeleton's expansion rank by rank. Communicator creation
-// calls (which the expansion does not list) are dropped and ops are compared on peers and roots in world ranks
-// (the expansion does not number communicators), so that skeletons with `comms` are checked too.
+// The program traced at P by mktrace, compared with the skeleton's expansion rank by rank as `mkskel compare` does
+// (skeletons/builder/holdout.hpp: peers and roots in world ranks, communicators by their members, creation calls
+// not counted as operations), so that skeletons with `comms` are checked whole.
 // Returns the number of ranks whose operations are exactly the skeleton's (`extra`: more program arguments).
 int traced_exact(const std::string& skeleton, const std::string& name, int P, const std::map<std::string, double>& params,
                  const std::string& extra = "") {
@@ -71,24 +71,16 @@ int traced_exact(const std::string& skeleton, const std::string& name, int P, co
   if (rc != 0) return -1;
   const mksim::trace::Run run = mksim::trace::read_run(dir.string(), {.require_complete = true});
   const sk::Skeleton s = sk::load_skeleton(skeleton);
-  const auto sizes = sk::builder::communicator_sizes(run);
+  const sk::builder::HoldOutReport report = sk::builder::compare_with_trace(s, run, params);
   int exact = 0;
-  for (int r = 0; r < P; ++r) {
-    std::vector<sk::builder::CommOp> traced;
-    for (auto op : sk::builder::traced_ops(run.ranks[static_cast<std::size_t>(r)], sizes[static_cast<std::size_t>(r)])) {
-      if (op.kind.rfind("comm_", 0) == 0 || op.kind.rfind("cart_", 0) == 0 || op.kind.rfind("graph_", 0) == 0) continue;
-      op.comm = 0;
-      traced.push_back(op);
-    }
-    const auto expanded = sk::builder::expanded_ops(s, P, params, r);  // PROC_NULL: -3 on both sides
-    std::size_t i = 0;
-    while (i < traced.size() && i < expanded.size() && traced[i] == expanded[i]) ++i;
-    if (i == traced.size() && i == expanded.size() && !traced.empty()) {
+  for (const sk::builder::RankComparison& rc : report.ranks) {
+    if (rc.exact() && rc.traced > 0) {
       ++exact;
     } else if (extra.empty()) {
-      ADD_FAILURE() << name << " rank " << r << " op " << i << " (" << traced.size() << " traced, " << expanded.size()
-                    << " expanded): trace " << (i < traced.size() ? sk::builder::describe(traced[i]) : "ends") << ", skeleton "
-                    << (i < expanded.size() ? sk::builder::describe(expanded[i]) : "ends");
+      ADD_FAILURE() << name << " rank " << rc.rank << ": " << (!rc.error.empty() ? rc.error : "op " + std::to_string(*rc.first_difference) + " (" +
+                       std::to_string(rc.traced) + " traced, " + std::to_string(rc.expanded) + " expanded): trace " +
+                       (rc.trace_op ? sk::builder::describe(*rc.trace_op) : "ends") + ", skeleton " +
+                       (rc.skeleton_op ? sk::builder::describe(*rc.skeleton_op) : "ends"));
     }
   }
   return exact;
