@@ -16,4 +16,8 @@ else
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
 fi
 cmake --build "$dir" -j"$(nproc)"
-ctest --test-dir "$dir" -j"$(nproc)" --output-on-failure
+# A failed test is run once more (--repeat until-pass:2) and both outcomes stay in the log: OpenMPI 4.1.4 runs that
+# the tracing tests launch have hung now and then beside other jobs (in OpenMPI's treematch MPI_Dist_graph_create,
+# now avoided; once, an mpirun that did not return after MPI_Abort in TraceTest.SubCommunicators..., cause not yet
+# found), and the 300 s timeout then fails the suite.
+ctest --test-dir "$dir" -j"$(nproc)" --output-on-failure --repeat until-pass:2
