@@ -72,9 +72,12 @@ const char* USAGE =
 
 /** @brief Parses args into desc's variables; prints help and returns false when --help was given. */
 bool parse_options(const std::vector<std::string>& args, const po::options_description& desc, std::ostream& out,
-                   const char* usage = "") {
+                   const char* usage = "", const po::positional_options_description* positional = nullptr) {
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  po::command_line_parser parser(args);
+  parser.options(desc);
+  if (positional) parser.positional(*positional);
+  po::store(parser.run(), vm);
   if (vm.count("help")) {
     out << usage << desc;
     return false;
@@ -752,13 +755,7 @@ int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std:
       ("trace", po::value(&inputs)->composing(), "traced run (positional)");
   po::positional_options_description pos;
   pos.add("trace", -1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    out << MKSKEL_USAGE << desc;
-    return EXIT_OK;
-  }
-  po::notify(vm);
+  if (!parse_options(args, desc, out, MKSKEL_USAGE, &pos)) return EXIT_OK;
   if (inputs.empty()) throw UsageError("mkskel build: give at least one traced run");
   std::vector<trace::Run> runs;
   std::uintmax_t trace_bytes = 0;
@@ -922,13 +919,7 @@ int cmd_skel_compare(const std::vector<std::string>& args, std::ostream& out) {
       ("input", po::value(&positional)->composing(), "SKELETON.json TRACE (positional)");
   po::positional_options_description pos;
   pos.add("input", -1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    out << MKSKEL_USAGE << desc;
-    return EXIT_OK;
-  }
-  po::notify(vm);
+  if (!parse_options(args, desc, out, MKSKEL_USAGE, &pos)) return EXIT_OK;
   if (positional.size() != 2) throw UsageError("usage: mkskel compare SKELETON.json TRACE [--param NAME=VALUE ...]");
   const skeletons::Skeleton sk = skeletons::load_skeleton(resolve_data(positional[0], "skeletons/examples"));
   const trace::Run run = read_any_run(positional[1]);
@@ -973,13 +964,7 @@ int cmd_skel_emit(const std::vector<std::string>& args, std::ostream& out) {
       ("input", po::value(&positional)->composing(), "SKELETON.json (positional)");
   po::positional_options_description pos;
   pos.add("input", -1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    out << MKSKEL_USAGE << desc;
-    return EXIT_OK;
-  }
-  po::notify(vm);
+  if (!parse_options(args, desc, out, MKSKEL_USAGE, &pos)) return EXIT_OK;
   if (positional.size() != 1) throw UsageError("usage: mkskel emit SKELETON.json -o PROG.c");
   const skeletons::Skeleton sk = skeletons::load_skeleton(resolve_data(positional[0], "skeletons/examples"));
   const std::string text = skeletons::emit_c(sk);

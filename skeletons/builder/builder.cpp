@@ -1307,29 +1307,6 @@ class Builder {
     return out;
   }
 
-  static const char* p2p_op(Kind k) {
-    switch (k) {
-      case Kind::SEND: case Kind::SSEND: case Kind::BSEND: case Kind::RSEND: return "send";
-      case Kind::RECV: return "recv";
-      case Kind::ISEND: case Kind::ISSEND: return "isend";
-      case Kind::IRECV: return "irecv";
-      default: return nullptr;
-    }
-  }
-
-  static const char* collective_op(Kind k) {
-    switch (k) {
-      case Kind::BARRIER: return "barrier";
-      case Kind::BCAST: return "bcast";
-      case Kind::REDUCE: return "reduce";
-      case Kind::ALLREDUCE: return "allreduce";
-      case Kind::GATHER: return "gather";
-      case Kind::SCATTER: return "scatter";
-      case Kind::ALLGATHER: return "allgather";
-      case Kind::ALLTOALL: return "alltoall";
-      default: return nullptr;
-    }
-  }
 
   std::string site_text(const UNode& u) const {
     const Occ& o = u.occ.front();
@@ -1643,7 +1620,7 @@ class Builder {
       result.warnings.push_back(at + ": " + std::string(trace::kind_name(c.kind)) + " on communicator " +
                                 std::to_string(c.comm) + " is replayed on all ranks (sub-communicators are not in format v1)");
     }
-    if (const char* op = p2p_op(c.kind)) {
+    if (const char* op = p2p_op_name(c.kind)) {
       nlohmann::json b = {{"op", op}};
       b["peer"] = c.peer == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer"));
       b["size"] = fit_call_int(u, bytes_of, at, fits, "size");
@@ -1685,7 +1662,7 @@ class Builder {
       finish({{"op", "waitall"}});
       return;
     }
-    if (const char* op = collective_op(c.kind)) {
+    if (const char* op = collective_op_name(c.kind)) {
       nlohmann::json b = {{"op", op}};
       if (c.kind != Kind::BARRIER) {
         std::vector<Sample> sizes = samples(u, bytes_of);

@@ -697,4 +697,30 @@ std::string to_text(const Seq& seq, int indent) {
   return o.str();
 }
 
+const char* p2p_op_name(trace::Kind k) {
+  using trace::Kind;
+  switch (k) {
+    case Kind::SEND: case Kind::SSEND: case Kind::BSEND: case Kind::RSEND: return "send";
+    case Kind::RECV: return "recv";
+    case Kind::ISEND: case Kind::ISSEND: return "isend";
+    case Kind::IRECV: return "irecv";
+    default: return nullptr;
+  }
+}
+
+const char* collective_op_name(trace::Kind k) {
+  using trace::Kind;
+  switch (k) {
+    case Kind::BARRIER: return "barrier";
+    case Kind::BCAST: return "bcast";
+    case Kind::REDUCE: return "reduce";
+    case Kind::ALLREDUCE: return "allreduce";
+    case Kind::GATHER: return "gather";
+    case Kind::SCATTER: return "scatter";
+    case Kind::ALLGATHER: return "allgather";
+    case Kind::ALLTOALL: return "alltoall";
+    default: return nullptr;
+  }
+}
+
 }  // namespace mksim::skeletons::builder

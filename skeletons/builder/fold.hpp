@@ -153,4 +153,10 @@ std::uint64_t expanded_calls(const Seq& seq);
 /** @brief A one-line-per-node text form for tests and `mkskel show` ("loop 10 {", "  MPI_Isend peer=1 ..."). */
 std::string to_text(const Seq& seq, int indent = 0);
 
+/** @brief The skeleton op of a traced point-to-point call ("send" for send/ssend/bsend/rsend, "recv", "isend" for
+ *  isend/issend, "irecv"), nullptr for any other kind. */
+const char* p2p_op_name(trace::Kind k);
+/** @brief The skeleton op of a traced collective ("barrier", "bcast", ... "alltoall"), nullptr for any other kind. */
+const char* collective_op_name(trace::Kind k);
+
 }  // namespace mksim::skeletons::builder

@@ -1,5 +1,6 @@
 // Hold-out comparison of a skeleton's expansion with a real trace (holdout.hpp).
 #include "skeletons/builder/holdout.hpp"
+#include "skeletons/builder/fold.hpp"
 #include "skeletons/builder/topology.hpp"
 
 #include "skeletons/error.hpp"
@@ -64,30 +65,6 @@ std::vector<std::map<long, long>> communicator_sizes(const trace::Run& run) {
 
 namespace {
 
-const char* p2p_kind(Kind k) {
-  switch (k) {
-    case Kind::SEND: case Kind::SSEND: case Kind::BSEND: case Kind::RSEND: return "send";
-    case Kind::RECV: return "recv";
-    case Kind::ISEND: case Kind::ISSEND: return "isend";
-    case Kind::IRECV: return "irecv";
-    default: return nullptr;
-  }
-}
-
-const char* collective_kind(Kind k) {
-  switch (k) {
-    case Kind::BARRIER: return "barrier";
-    case Kind::BCAST: return "bcast";
-    case Kind::REDUCE: return "reduce";
-    case Kind::ALLREDUCE: return "allreduce";
-    case Kind::GATHER: return "gather";
-    case Kind::SCATTER: return "scatter";
-    case Kind::ALLGATHER: return "allgather";
-    case Kind::ALLTOALL: return "alltoall";
-    default: return nullptr;
-  }
-}
-
 bool rooted(const std::string& kind) { return kind == "bcast" || kind == "reduce" || kind == "gather" || kind == "scatter"; }
 
 // "MPI_Gatherv" -> "gatherv": calls the skeleton format has no op for keep their own name (and so differ)
@@ -106,7 +83,7 @@ std::vector<CommOp> traced_ops(const trace::RankTrace& t, const std::map<long, l
     const trace::Event& e = t.events[i];
     CommOp op;
     op.comm = static_cast<long>(e.comm);
-    if (const char* k = p2p_kind(e.kind)) {
+    if (const char* k = p2p_op_name(e.kind)) {
       op.kind = k;
       op.peer = e.posted_any_source() ? trace::ANY : e.peer;
       op.tag = e.posted_any_tag() ? trace::ANY : e.tag;
@@ -132,7 +109,7 @@ std::vector<CommOp> traced_ops(const trace::RankTrace& t, const std::map<long, l
       ops.push_back({"wait"});
       continue;
     }
-    if (const char* k = collective_kind(e.kind)) {
+    if (const char* k = collective_op_name(e.kind)) {
       op.kind = k;
       op.bytes = static_cast<long>(e.bytes);
       if (e.kind == Kind::ALLTOALL) {  // the trace has everything sent, the skeleton bytes per destination
