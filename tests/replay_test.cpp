@@ -597,3 +597,22 @@ TEST(ReplayV3, MeasuredCollectivesTakeTheCommunicatorsSize) {
   for (const auto& [k, v] : res.attributes) noted = noted || k == "collectives.extrapolated";
   EXPECT_FALSE(noted);
 }
+
+// A message to oneself (a periodic dimension of extent 1, a code that copies its own halo through MPI) on the T3E,
+// whose routing table has no route from a node to itself: it is a copy in memory, delivered at once, so a rank
+// pays its send and receive overheads only, whatever the size, eager or rendezvous (SimGrid alone aborts here:
+// "no connecting path"). One simulation per process: each size replays in a child.
+TEST(ReplayV3, MessagesToOneselfCrossNoLink) {
+  for (double bytes : {8.0, 1048576.0}) {
+    ReplayOptions o;
+    o.platform_path = std::string(MKSIM_SOURCE_DIR) + "/platforms/t3e.xml";
+    o.P = 4;
+    o.params = {{"S", bytes}};
+    const auto res = replay_in_child(sk3(R"J("params":{"S":8},"body":[
+        {"op":"irecv","peer":"rank","size":"S","req":"r"},{"op":"isend","peer":"rank","size":"S","req":"s"},
+        {"op":"wait","req":"s"},{"op":"wait","req":"r"}]})J"),
+                            o);
+    EXPECT_EQ(res.total_messages, 4u) << bytes;
+    EXPECT_NEAR(res.predicted_time_s, 2 * 1.779e-05, 1e-12) << bytes;
+  }
+}

@@ -130,6 +130,12 @@ void Transport::match_recv(const ReqPtr& req) {
 void Transport::launch(const ReqPtr& send) {
   send->match_time = sg4::Engine::get_clock();
   ++inflight_;
+  send->started = true;
+  if (!send->put) {  // to oneself (post_send): delivered at once, no network time
+    finish(*send);
+    if (send->matched_recv) bind(*send, *send->matched_recv);
+    return;
+  }
   send->box = acquire_box();
   send->box->set_receiver(actors_[send->peer]);  // the transfer goes to the destination's host
   send->put->set_mailbox(send->box);
@@ -139,7 +145,6 @@ void Transport::launch(const ReqPtr& send) {
   send->get->set_dst_data(&sink_, sizeof(void*));
   send->get->start();  // takes the comm out of the mailbox for the sender (it does not stop the transfer)
   ranks_[send->owner].handles.push_back(send);
-  send->started = true;
   if (send->matched_recv) bind(*send, *send->matched_recv);
 }
 
@@ -186,7 +191,7 @@ void Transport::finish(Request& send) {
   send.done = true;
   send.done_time = sg4::Engine::get_clock();
   --inflight_;
-  free_boxes_.push_back(send.box);  // both sides were posted: the mailbox is empty again
+  if (send.box) free_boxes_.push_back(send.box);  // both sides were posted: the mailbox is empty again
   send.box = nullptr;
   wake(send.owner);
   if (send.matched_recv) {
@@ -242,8 +247,12 @@ ReqPtr Transport::post_send(int me, int dst, int tag, std::uint32_t ctx, double 
   // A message charged a per-pattern figure: the figure, measured in the pattern, holds the interference of its
   // messages, so the transfer carries no bytes (only the route's latency, under the figure) and the simulated
   // network does not add its own contention to it.
-  req->put = send_box_->put_init(req.get(), pattern ? 0 : static_cast<std::uint64_t>(size));
-  req->get = send_box_->get_init();
+  // A message to oneself is a copy in memory: it crosses no link (the platforms define no loopback route) and
+  // needs no SimGrid transfer; launch() completes it at once.
+  if (dst != me) {
+    req->put = send_box_->put_init(req.get(), pattern ? 0 : static_cast<std::uint64_t>(size));
+    req->get = send_box_->get_init();
+  }
   ++messages_;
   schedule_post(req);  // the transfer starts at the rank's own time
   // The pattern's cost beyond s (paid above) and the receiver's r + o, paid by the sender after the message
