@@ -1,26 +1,63 @@
 #!/usr/bin/env bash
-# Issue 17's LAMMPS measurements: melt (Debian 12's lammps-examples /usr/share/lammps/examples/melt/in.melt with
-# the box edge L and the steps S as variables) traced at P = 2, 4, 8 and L = 8, 12 (S = 100) and at P = 8,
-# L = 8, S = 1000; skeleton sizes with exact sizes and with sizes as statistics; the replay at P = 64 and 1024
-# on platforms/t3e.xml. usage: bench/issue17_lammps.sh BUILD_DIR OUT_DIR
+# Issue 17's LAMMPS acceptance. Two inputs of Debian 12's lammps with the box edge L and the step count S as
+# variables: `melt` (lammps-examples' in.melt: neighbour lists rebuilt every 20 steps) and `lj` (LAMMPS'
+# bench/in.lj style: lists rebuilt when an atom moved more than half the skin, so which steps rebuild depends
+# on the data). For each: traced at P = 2, 4, 8 and L = 8, 12 (S = 100), one skeleton from the six runs;
+#  - its size against one built with S = 1000 in place of S = 100 at P = 8 (does it grow with the steps?);
+#  - held out: a run at P = 16 (oversubscribed), L = 12, compared rank by rank (`mkskel compare`: messages
+#    sent, bytes sent, compute);
+#  - replayed at P = 64 on platforms/t3e.xml and at P = 1024 on a 1024-node T3E (`mksim platform`), L = 16.
+# Compute is the tracer's thread CPU time (MKTRACE_CPU_TIME=1): the runs share two cores.
+# usage: bench/issue17_lammps.sh BUILD_DIR OUT_DIR [INPUT...]   (INPUT: melt, lj; default both)
 set -uo pipefail
-B=$(cd "$1" && pwd); OUT=$2
+B=$(cd "$1" && pwd); OUT=$2; shift 2
+INPUTS=${*:-melt lj}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MKTRACE_CPU_TIME=1
 mkdir -p "$OUT"; cd "$OUT"
 sed -e 's/block 0 10 0 10 0 10/block 0 ${L} 0 ${L} 0 ${L}/' -e 's/^run.*/run\t\t${S}/' \
   /usr/share/lammps/examples/melt/in.melt > in.melt
-trace() {  # P L S
-  [ -f "t-$1-$2-$3/run.json" ] || "$B/trace/mktrace" -np "$1" --param L="$2" --param S="$3" -o "t-$1-$2-$3" \
-    --mpirun-opt --oversubscribe -- lmp -in in.melt -var L "$2" -var S "$3" -log none -screen none > /dev/null
+cat > in.lj <<'EOF'
+# 3d Lennard-Jones, LAMMPS' bench/in.lj style: box edge L (fcc cells), S steps; neighbour lists rebuilt
+# when an atom has moved more than half the skin (check yes): which steps rebuild depends on the data
+units		lj
+atom_style	atomic
+lattice		fcc 0.8442
+region		box block 0 ${L} 0 ${L} 0 ${L}
+create_box	1 box
+create_atoms	1 box
+mass		1 1.0
+velocity	all create 1.44 87287 loop geom
+pair_style	lj/cut 2.5
+pair_coeff	1 1 1.0 1.0 2.5
+neighbor	0.3 bin
+neigh_modify	delay 0 every 1 check yes
+fix		1 all nve
+thermo		100
+run		${S}
+EOF
+[ -f t3e-1024.xml ] || "$B/sim/mksim" platform --machine t3e --nodes 1024 -o t3e-1024.xml > /dev/null
+trace() {  # INPUT P L S
+  local d="t-$1-$2-$3-$4"
+  [ -f "$d/run.json" ] || "$B/trace/mktrace" -np "$2" --param L="$3" --param S="$4" -o "$d" \
+    --mpirun-opt --oversubscribe -- lmp -in "in.$1" -var L "$3" -var S "$4" -log none -screen none > /dev/null
 }
-for P in 2 4 8; do for L in 8 12; do trace $P $L 100; done; done
-trace 8 8 1000
-for S in 100 1000; do for mode in exact vary; do
-  echo "P=8 L=8 S=$S --sizes $mode: $("$B/sim/mkskel" build t-8-8-$S --sizes $mode -o m-$S-$mode.json 2>/dev/null | grep -o 'skeleton [0-9]* bytes')"
-done; done
-"$B/sim/mkskel" build t-{2,4,8}-{8,12}-100 -o melt.json 2> melt.log | tail -1
-for P in 64 1024; do
-  "$B/sim/mksim" --platform "$HERE/platforms/t3e.xml" --P $P --skeleton melt.json --param L=16,S=100 -o melt-$P.h5 2>&1 |
-    grep -iE 'predicted time|mksim:' | head -2
+for in in $INPUTS; do
+  echo "== $in"
+  for P in 2 4 8; do for L in 8 12; do trace "$in" $P $L 100; done; done
+  trace "$in" 8 8 1000; trace "$in" 16 12 100
+  "$B/sim/mkskel" build t-$in-{2,4,8}-{8,12}-100 -o $in.json > $in.build.txt 2> $in.log
+  echo "skeleton from P=2,4,8 x L=8,12, S=100: $(grep -o 'skeleton [0-9]* bytes.*' $in.build.txt || tail -1 $in.log)"
+  for S in 100 1000; do
+    "$B/sim/mkskel" build t-$in-8-8-$S -o $in-8-8-$S.json > b.txt 2> /dev/null
+    echo "P=8 L=8 S=$S alone: $(grep -o 'skeleton [0-9]* bytes' b.txt)"
+  done
+  echo "held out: P=16 L=12 S=100"
+  "$B/sim/mkskel" compare $in.json t-$in-16-12-100 --show 0 | sed 's/^/  /'
+  for P in 64 1024; do
+    plat="$HERE/platforms/t3e.xml"; [ $P -gt 512 ] && plat=t3e-1024.xml
+    echo "replay P=$P L=16 S=100 on $(basename $plat): $( { /usr/bin/time -f '%e s wall, %M KB' "$B/sim/mksim" \
+      --platform "$plat" --P $P --skeleton $in.json --param L=16,S=100 -o $in-$P.h5 2>&1 | \
+      grep -iE 'predicted time|mksim:|error' | head -2 | tr '\n' ' '; } 2>&1 | tr '\n' ' ')"
+  done
 done

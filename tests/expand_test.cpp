@@ -3,6 +3,7 @@
 // readers are checked against), and probabilistic branches draw the replay engine's per-rank stream.
 #include "skeletons/error.hpp"
 #include "skeletons/expand.hpp"
+#include "skeletons/matching.hpp"
 #include "skeletons/skeleton_io.hpp"
 #include "tests/trace_expectations.hpp"
 
@@ -95,3 +96,55 @@ TEST(Expand, RegionsRunTheirBodyAndDistributionsDrawFromTheSameStream) {
 }
 
 }  // namespace
+
+// ---- the matching check (skeletons/matching.hpp): what pairs, and each way a skeleton can fail to
+
+namespace {
+
+mksim::skeletons::MatchingReport check(const std::string& body, int P) {
+  const auto sk = mksim::skeletons::parse_skeleton(R"J({"format":"mksim-skeleton","version":3,"name":"m","body":)J" + body + "}", "m.json");
+  return mksim::skeletons::check_matching(sk, mksim::skeletons::bind_parameters(sk, P, {}), P);
+}
+
+bool mentions(const mksim::skeletons::MatchingReport& r, const std::string& what) {
+  for (const auto& p : r.problems)
+    if (p.find(what) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST(Matching, ShiftsOnAPeriodicGridAndCollectivesPair) {
+  for (const char* p : {"examples/atm2d.json", "examples/cg.json", "examples/summa.json", "examples/master_worker.json"}) {
+    const auto sk = mksim::skeletons::load_skeleton(std::string(MKSIM_SOURCE_DIR) + "/skeletons/" + p);
+    const auto r = mksim::skeletons::check_matching(sk, mksim::skeletons::bind_parameters(sk, 16, {}), 16);
+    EXPECT_TRUE(r.ok()) << p << ": " << (r.problems.empty() ? "" : r.problems.front());
+  }
+  const auto ring = check(R"J([{"op":"irecv","peer":"(rank+P-1)%P","size":8,"req":"a"},{"op":"send","peer":"(rank+1)%P","size":8},
+      {"op":"wait","req":"a"},{"op":"allreduce","size":8}])J", 5);
+  EXPECT_TRUE(ring.ok());
+  EXPECT_EQ(ring.messages, 5u);
+  EXPECT_EQ(ring.collectives, 5u);
+}
+
+// Both ranks receive first, in blocking calls: the replay would deadlock, and so does the check.
+TEST(Matching, ReceivesBeforeSendsOnBothSidesDeadlock) {
+  const auto r = check(R"J([{"op":"recv","peer":"1-rank","size":8},{"op":"send","peer":"1-rank","size":8}])J", 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(mentions(r, "deadlock: rank(s) 0 wait at block /body/0 for a message from rank 1, which waits too")) << r.problems.front();
+  const auto never = check(R"J([{"op":"if","cond":"rank == 1","then":[{"op":"recv","peer":0,"size":8}]}])J", 2);
+  EXPECT_TRUE(mentions(never, "deadlock: rank(s) 1 wait at block /body/0/then/0 for a message from rank 0 that is never sent")) << never.problems.front();
+  // the same exchange with the receive posted first and waited after the send pairs
+  EXPECT_TRUE(check(R"J([{"op":"irecv","peer":"1-rank","size":8,"req":"r"},{"op":"send","peer":"1-rank","size":8},{"op":"wait","req":"r"}])J", 2).ok());
+}
+
+TEST(Matching, DifferentCollectivesTruncationsAndLostMessagesAreNamed) {
+  const auto coll = check(R"J([{"op":"if","cond":"rank == 0","then":[{"op":"bcast","root":0,"size":8}],
+      "else":[{"op":"allreduce","size":8}]}])J", 4);
+  EXPECT_TRUE(mentions(coll, "calls allreduce (block /body/0/else/0) where rank 0 called bcast with root 0")) << coll.problems.front();
+  const auto trunc = check(R"J([{"op":"if","cond":"rank == 0","then":[{"op":"send","peer":1,"size":100}],
+      "else":[{"op":"recv","peer":0,"size":10}]}])J", 2);
+  EXPECT_TRUE(mentions(trunc, "message of 100 bytes from rank 0 (block /body/0/then/0) truncated: receive is 10 bytes")) << trunc.problems.front();
+  const auto lost = check(R"J([{"op":"isend","peer":"(rank+1)%P","size":8,"req":"s"},{"op":"wait","req":"s"}])J", 3);
+  EXPECT_TRUE(mentions(lost, "3 message(s) never received, the first from rank")) << lost.problems.front();
+}

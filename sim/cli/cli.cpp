@@ -21,6 +21,7 @@
 #include "skeletons/error.hpp"
 #include "skeletons/builder/builder.hpp"
 #include "skeletons/builder/holdout.hpp"
+#include "skeletons/matching.hpp"
 #include "skeletons/skeleton_io.hpp"
 #include "skeletons/trace/otf2_reader.hpp"
 #include "skeletons/trace/reader.hpp"
@@ -32,6 +33,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <map>
 #include <set>
 #include <sstream>
@@ -161,6 +163,17 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out) {
     auto frame = skeletons::bind_parameters(sk, P, parse_params(params));
     skeletons::check_for_run(sk, frame, P);
     out << "every rank has a valid program at P=" << P << "\n";
+    const auto m = skeletons::check_matching(sk, frame, P);
+    if (m.skipped) {
+      out << "messages not checked: more than 20,000,000 operations at P=" << P << "\n";
+    } else if (m.ok()) {
+      out << "messages and collectives pair at P=" << P << " (" << m.messages << " messages, " << m.collectives << " collective calls)\n";
+    } else {
+      out << "messages do not pair at P=" << P << ":\n";
+      for (const auto& t : m.problems) out << "  " << t << "\n";
+      if (m.more_problems) out << "  and " << m.more_problems << " more\n";
+      return EXIT_FAILED;
+    }
   }
   return EXIT_OK;
 }
@@ -746,7 +759,7 @@ int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std:
       ("output,o", po::value(&output)->required(), "skeleton JSON to write")
       ("name", po::value(&name), "skeleton name (default: the program's file name)")
       ("min-compute-s", po::value(&min_compute)->default_value(0), "drop compute gaps whose mean is below this in every rank")
-      ("strict", po::bool_switch(&strict), "treat ambiguities (models the runs cannot tell apart) as errors")
+      ("strict", po::bool_switch(&strict), "treat ambiguities (models the runs cannot tell apart) and messages that do not pair at the traced runs as errors")
       ("no-stack-regions", po::bool_switch(&no_stack_regions),
        "region blocks only from mktrace.h annotations, not from the call-site stacks")
       ("sizes", po::value(&sizes)->default_value("auto"),
@@ -788,8 +801,10 @@ int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std:
   }
   for (const auto& a : r.ambiguities) err << "mkskel: ambiguous: " << a << "\n";
   for (const auto& w : r.warnings) err << "mkskel: warning: " << w << "\n";
-  if (strict && !r.ambiguities.empty()) {
-    err << "mkskel: " << r.ambiguities.size() << " ambiguities (--strict): nothing written\n";
+  for (const auto& m : r.matching) err << "mkskel: does not pair: " << m << "\n";
+  if (strict && (!r.ambiguities.empty() || !r.matching.empty())) {
+    err << "mkskel: " << r.ambiguities.size() << " ambiguities, " << r.matching.size()
+        << " pairing problem(s) at the traced runs (--strict): nothing written\n";
     return EXIT_FAILED;
   }
   const std::string text = r.skeleton.dump(2) + "\n";
@@ -801,6 +816,11 @@ int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std:
       << text.size() << " bytes\n";
   if (!r.ambiguities.empty())
     out << r.ambiguities.size() << " ambiguity(ies): see stderr and /provenance/ambiguities\n";
+  if (r.matching.empty())
+    out << "messages and collectives pair at every traced run\n";
+  else
+    out << "WARNING: the skeleton does not pair its messages at the traced runs (" << r.matching.size()
+        << " problem(s): see stderr and /provenance/matching); the replay will stop there\n";
   return EXIT_OK;
 }
 
@@ -950,6 +970,25 @@ int cmd_skel_compare(const std::vector<std::string>& args, std::ostream& out) {
   }
   const std::size_t exact = rep.exact_ranks();
   out << exact << " of " << rep.P << " ranks exact (" << rep.traced_ops() << " traced operations)\n";
+  // Where operations do not match one by one (a data-dependent program's skeleton draws them from rates), what
+  // each rank does in sum: the relative difference per rank, skeleton against trace, mean and worst.
+  const auto ve = skeletons::builder::volume_errors(rep);
+  if (ve.ranks > 0) {
+    auto line = [&](const char* what, const skeletons::builder::VolumeErrors::Stat& st) {
+      out << "  " << std::left << std::setw(22) << what << std::right << std::fixed << std::setprecision(1) << std::setw(7)
+          << 100 * st.mean << "% " << std::setw(7) << 100 * st.worst << "% (rank " << st.worst_rank << ")\n";
+      out.unsetf(std::ios::floatfield);
+      out << std::setprecision(6);
+    };
+    out << "per-rank sums, skeleton against trace over " << ve.ranks << " rank(s):   mean   worst\n";
+    line("messages sent", ve.messages);
+    line("bytes sent", ve.bytes);
+    line("collectives", ve.collectives);
+    line("compute (s)", ve.compute_s);
+    bool flops = false;
+    for (const auto& r : rep.ranks) flops = flops || r.traced_sum.compute_flops > 0 || r.skeleton_sum.compute_flops > 0;
+    if (flops) line("compute (flops)", ve.compute_flops);
+  }
   return exact == rep.ranks.size() ? EXIT_OK : EXIT_FAILED;
 }
 

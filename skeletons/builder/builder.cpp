@@ -7,7 +7,10 @@
 #include "skeletons/builder/predicate.hpp"
 #include "skeletons/builder/regress.hpp"
 #include "skeletons/builder/topology.hpp"
+#include "skeletons/error.hpp"
 #include "skeletons/expr.hpp"
+#include "skeletons/matching.hpp"
+#include "skeletons/skeleton_io.hpp"
 #include "skeletons/trace/reader.hpp"
 
 #include <algorithm>
@@ -836,6 +839,22 @@ class Builder {
         break;
       }
     }
+    // A data-dependent branch that calls a collective on world: in the program every rank took it or none did
+    // (a collective is called by all its members), so every rank tosses rank 0's coin, with rank 0's
+    // probability. Drawn independently, the ranks would call different collectives and the replay would stop.
+    for (std::size_t i : ifs) {
+      nlohmann::json& B = list[i];
+      if (paired.count(i) || !B.contains("then")) continue;
+      int world = 0, other = 0;
+      collectives_in(B.at("then"), world, other);
+      if (world == 0 || other > 0 || has_p2p(B.at("then"))) continue;
+      B["coin"] = "coin" + std::to_string(++coins_);
+      B["coin_rank"] = "0";
+      B["prob"] = at_rank(B.at("prob").get<std::string>(), "0");
+      B["fit"]["prob"]["coin"] = "rank 0's toss, for every rank: the branch calls a collective on world";
+      paired.insert(i);
+      uses_v2_ = true;
+    }
     for (std::size_t i : ifs) {
       if (!paired.count(i)) {
         const std::string& w = branches_[list[i]["_branch"].get<std::size_t>()].warning;
@@ -1482,6 +1501,17 @@ class Builder {
     return !u.occ.empty();
   }
 
+  // Collectives in a list of blocks: on world (no "comm") and on other communicators.
+  static void collectives_in(const nlohmann::json& blocks, int& world, int& other) {
+    static const std::set<std::string> kinds = {"barrier", "bcast", "reduce", "allreduce", "gather", "allgather", "scatter",
+                                                "alltoall", "scan", "reduce_scatter"};
+    for (const auto& b : blocks) {
+      if (kinds.count(b.value("op", ""))) ++(b.contains("comm") && b.at("comm") != "world" ? other : world);
+      for (const char* arm : {"body", "then", "else"})
+        if (b.contains(arm)) collectives_in(b.at(arm), world, other);
+    }
+  }
+
   static bool has_p2p(const nlohmann::json& blocks) {
     for (const auto& b : blocks) {
       const std::string op = b.value("op", "");
@@ -1698,6 +1728,34 @@ class Builder {
 
 }  // namespace
 
+namespace {
+// The skeleton, expanded at every traced configuration, must pair its messages and collectives there
+// (matching.hpp): where it does not, the builder folded the program wrongly, and the replay would stop at the
+// very runs it was built from. Said in `matching` and in the skeleton's provenance.
+void check_pairing(BuildResult& result, const std::vector<std::tuple<std::string, int, Vars>>& configurations) {
+  Skeleton sk;
+  try {
+    sk = parse_skeleton(result.skeleton.dump(), result.skeleton.value("name", std::string("skeleton")));
+  } catch (const SkeletonError& e) {
+    result.matching.push_back(std::string("the skeleton does not load: ") + e.what());
+    return;
+  }
+  for (const auto& [name, P, vars] : configurations) {
+    std::map<std::string, double> params;
+    for (const Param& p : sk.params)
+      if (auto it = vars.find(p.name); it != vars.end()) params[p.name] = it->second;
+    try {
+      const auto rep = check_matching(sk, bind_parameters(sk, P, params), P);
+      for (const std::string& t : rep.problems) result.matching.push_back(name + " (P=" + std::to_string(P) + "): " + t);
+      if (rep.more_problems) result.matching.push_back(name + ": " + std::to_string(rep.more_problems) + " more");
+    } catch (const SkeletonError& e) {
+      result.matching.push_back(name + " (P=" + std::to_string(P) + "): " + e.what());
+    }
+  }
+  if (!result.matching.empty()) result.skeleton["provenance"]["matching"] = result.matching;
+}
+}  // namespace
+
 BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOptions& options) {
   if (given.empty()) throw BuildError("no traced runs given");
   // regions from call-site stacks: on copies of the runs, which the builder then reads (names included)
@@ -1762,12 +1820,15 @@ BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOpti
     if (infos[i].vars == infos[i - 1].vars)
       throw BuildError(infos[i].name + " and " + infos[i - 1].name + " were traced with the same P and parameters (" +
                        describe_vars(infos[i].vars) + "): give each configuration once");
+  std::vector<std::tuple<std::string, int, Vars>> configurations;
+  for (const RunInfo& info : infos) configurations.emplace_back(info.name, info.P, info.vars);
   Builder b(std::move(infos), std::vector<std::string>(names.begin(), names.end()), options);
   b.sizes_are_statistics = sizes_vary;
   b.result.warnings.insert(b.result.warnings.end(), region_warnings.begin(), region_warnings.end());
   nlohmann::json sk = b.build();
   b.result.skeleton = std::move(sk);
   b.result.trace_events = result.trace_events;
+  check_pairing(b.result, configurations);
   return std::move(b.result);
 }
 

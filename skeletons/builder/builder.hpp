@@ -47,6 +47,9 @@ struct BuildResult {
   std::vector<std::string> ambiguities;   ///< quantities or groups the runs do not pin down, with the runs that would
   std::vector<std::string> warnings;      ///< approximations (inexact fits, dropped calls)
   std::size_t trace_events = 0;           ///< events read, all runs and ranks
+  /// where the skeleton, expanded at a traced configuration, does not pair its messages or collectives
+  /// (skeletons/matching.hpp): a deadlock, a message nobody receives, a truncation; empty when all pair
+  std::vector<std::string> matching;
 };
 
 /** @brief A build that cannot produce a valid skeleton: structures that disagree, missing parameters. */

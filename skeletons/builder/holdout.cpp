@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <sstream>
 
 namespace mksim::skeletons::builder {
@@ -153,12 +154,44 @@ static long group_code(const std::vector<int>& members, int P) {
   return world ? 0 : 1 + static_cast<long>(h % 2147483629ull);
 }
 
-std::vector<CommOp> expanded_ops(const Skeleton& sk, int P, const std::map<std::string, double>& params, int rank) {
+Volume traced_volume(const trace::RankTrace& t) {
+  Volume v;
+  double prev_exit = 0;
+  bool started = false;
+  for (const trace::Event& e : t.events) {
+    if (e.kind == Kind::COMPLETE) continue;  // part of the call before it (fold_rank takes the gaps the same way)
+    if (started) {
+      v.compute_s += e.gap_after(prev_exit);
+      v.compute_flops += e.gap_flops;
+    }
+    started = true;
+    prev_exit = e.t_exit;
+    if ((e.kind == Kind::SEND || e.kind == Kind::ISEND || e.kind == Kind::SENDRECV) && e.peer >= 0) {
+      ++v.messages_sent;
+      v.bytes_sent += static_cast<double>(e.bytes);
+    } else if (collective_op_name(e.kind)) {
+      ++v.collectives;
+    }
+  }
+  return v;
+}
+
+std::vector<CommOp> expanded_ops(const Skeleton& sk, int P, const std::map<std::string, double>& params, int rank,
+                                 Volume* volume) {
   std::vector<CommOp> ops;
   const auto frame = bind_parameters(sk, P, params);
   const CommLayout layout = layout_comms(sk, frame, P);
+  Volume v;
   for (const ExpandedOp& x : expand_rank(sk, frame, rank, layout)) {
-    if (x.kind == ExpandedOp::Kind::COMPUTE) continue;
+    if (x.kind == ExpandedOp::Kind::COMPUTE) {
+      (x.in_flops ? v.compute_flops : v.compute_s) += x.amount;
+      continue;
+    }
+    if ((x.kind == ExpandedOp::Kind::SEND || x.kind == ExpandedOp::Kind::ISEND) && x.peer != -3) {
+      ++v.messages_sent;
+      v.bytes_sent += x.size_bytes;
+    }
+    if (x.kind == ExpandedOp::Kind::COLLECTIVE) ++v.collectives;
     CommOp op;
     op.kind = op_name(x);
     const bool p2p = x.kind == ExpandedOp::Kind::SEND || x.kind == ExpandedOp::Kind::RECV ||
@@ -174,6 +207,7 @@ std::vector<CommOp> expanded_ops(const Skeleton& sk, int P, const std::map<std::
     }
     ops.push_back(op);
   }
+  if (volume) *volume = v;
   return ops;
 }
 
@@ -205,9 +239,10 @@ HoldOutReport compare_with_trace(const Skeleton& sk, const trace::Run& run, cons
     for (CommOp& op : want)
       if (auto it = comms.find(static_cast<std::uint32_t>(op.comm)); it != comms.end()) op.comm = group_code(it->second, run.P);
     rc.traced = want.size();
+    rc.traced_sum = traced_volume(run.ranks[static_cast<std::size_t>(rank)]);
     std::vector<CommOp> got;
     try {
-      got = expanded_ops(sk, run.P, params, rank);
+      got = expanded_ops(sk, run.P, params, rank, &rc.skeleton_sum);
     } catch (const SkeletonError& e) {
       rc.error = e.what();
       rep.ranks.push_back(std::move(rc));
@@ -225,6 +260,29 @@ HoldOutReport compare_with_trace(const Skeleton& sk, const trace::Run& run, cons
     rep.ranks.push_back(std::move(rc));
   }
   return rep;
+}
+
+VolumeErrors volume_errors(const HoldOutReport& report) {
+  VolumeErrors ve;
+  auto add = [](VolumeErrors::Stat& st, double got, double want, int rank) {
+    const double err = want != 0 ? std::abs(got - want) / std::abs(want) : (got == 0 ? 0.0 : 1.0);
+    st.mean += err;
+    if (st.worst_rank < 0 || err > st.worst) st.worst = err, st.worst_rank = rank;
+  };
+  for (const auto& r : report.ranks) {
+    if (!r.error.empty()) continue;
+    ++ve.ranks;
+    const Volume &a = r.skeleton_sum, &b = r.traced_sum;
+    add(ve.messages, static_cast<double>(a.messages_sent), static_cast<double>(b.messages_sent), r.rank);
+    add(ve.bytes, a.bytes_sent, b.bytes_sent, r.rank);
+    add(ve.collectives, static_cast<double>(a.collectives), static_cast<double>(b.collectives), r.rank);
+    add(ve.compute_s, a.compute_s, b.compute_s, r.rank);
+    add(ve.compute_flops, a.compute_flops, b.compute_flops, r.rank);
+  }
+  if (ve.ranks > 0)
+    for (auto* st : {&ve.messages, &ve.bytes, &ve.collectives, &ve.compute_s, &ve.compute_flops})
+      st->mean /= static_cast<double>(ve.ranks);
+  return ve;
 }
 
 }  // namespace mksim::skeletons::builder

@@ -41,9 +41,21 @@ std::vector<std::map<long, long>> communicator_sizes(const trace::Run& run);
  *  alltoall's bytes per destination; an alltoall on a communicator of unknown size keeps its total). */
 std::vector<CommOp> traced_ops(const trace::RankTrace& rank, const std::map<long, long>& sizes);
 
-/** @brief The operations of `rank` when the skeleton runs at P with `params` (compute left out). Throws
- *  SkeletonError as expand_rank does. */
-std::vector<CommOp> expanded_ops(const Skeleton& skeleton, int P, const std::map<std::string, double>& params, int rank);
+/** @brief What a rank does in sum, where a program's operations cannot match one by one (data-dependent codes,
+ *  whose skeleton draws its messages from rates): point-to-point messages sent (MPI_Sendrecv counts one) and
+ *  their bytes, collectives, and compute (seconds; flops apart, from TI traces and flops blocks). */
+struct Volume {
+  std::size_t messages_sent = 0, collectives = 0;
+  double bytes_sent = 0, compute_s = 0, compute_flops = 0;
+};
+
+/** @brief The sums of a traced rank: compute is the gaps between calls (gap_after), as the builder takes them. */
+Volume traced_volume(const trace::RankTrace& rank);
+
+/** @brief The operations of `rank` when the skeleton runs at P with `params` (compute left out; its sums, with
+ *  the messages', go to `volume` when given). Throws SkeletonError as expand_rank does. */
+std::vector<CommOp> expanded_ops(const Skeleton& skeleton, int P, const std::map<std::string, double>& params, int rank,
+                                 Volume* volume = nullptr);
 
 /** @brief How one rank compares. */
 struct RankComparison {
@@ -52,6 +64,7 @@ struct RankComparison {
   std::optional<std::size_t> first_difference;  ///< index of the first operation that differs (or where one side ends)
   std::optional<CommOp> skeleton_op, trace_op;  ///< the operations there (absent past the end of a side)
   std::string error;                            ///< the expansion failed for this rank (SkeletonError's text)
+  Volume traced_sum, skeleton_sum;              ///< the rank's sums on each side (skeleton_sum empty on error)
   bool exact() const { return error.empty() && !first_difference; }
 };
 
@@ -62,6 +75,20 @@ struct HoldOutReport {
   std::size_t exact_ranks() const;
   std::size_t traced_ops() const;
 };
+
+/** @brief How far the skeleton's sums are from the trace's over the ranks of a comparison: the mean and the worst
+ *  relative difference |skeleton - trace| / trace, per rank, of each sum (a rank whose traced sum is 0 counts
+ *  as 0 when the skeleton's is 0 too, else as 1). Ranks whose expansion failed are left out (`ranks` says how
+ *  many were compared). */
+struct VolumeErrors {
+  struct Stat {
+    double mean = 0, worst = 0;
+    int worst_rank = -1;
+  };
+  std::size_t ranks = 0;
+  Stat messages, bytes, collectives, compute_s, compute_flops;
+};
+VolumeErrors volume_errors(const HoldOutReport& report);
 
 /** @brief Compares every rank of `run` with the skeleton expanded at run.P and `params`. */
 HoldOutReport compare_with_trace(const Skeleton& skeleton, const trace::Run& run, const std::map<std::string, double>& params);

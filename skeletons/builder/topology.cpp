@@ -369,11 +369,25 @@ struct Topology::Impl {
     return fit(values, where, "color", true);
   }
 
+  // A side of a grid of every rank: MPI_Dims_create's sides in some order (codes that factor P themselves, as
+  // LAMMPS does, often put the largest side last). The sides are chosen together, as one permutation that gives
+  // every side in every run, so that their product is P at every P; fitted one by one, a side that stayed 2 in
+  // the traced runs would be written "2".
   std::string cart_dim(int decl, std::size_t i, std::size_t nd, const FitInt& fit, const std::string& where) const {
-    const auto values = arg_samples(decl, [i](const trace::CommArgs& a) { return i < a.dims.size() ? static_cast<double>(a.dims[i]) : -1.0; }, false);
-    const std::string d = "dims(P, " + std::to_string(nd) + ", " + std::to_string(i) + ")";
-    if (data_parent_is_world(decl) && reproduces(d, values, false)) return d;
-    return fit(values, where, "dims", false);
+    auto side = [&](std::size_t k) {
+      return arg_samples(decl, [k](const trace::CommArgs& a) { return k < a.dims.size() ? static_cast<double>(a.dims[k]) : -1.0; }, false);
+    };
+    if (data_parent_is_world(decl) && nd <= 3) {
+      std::vector<int> perm(nd);
+      for (std::size_t k = 0; k < nd; ++k) perm[k] = static_cast<int>(k);
+      do {
+        bool all = true;
+        for (std::size_t k = 0; k < nd && all; ++k)
+          all = reproduces("dims(P, " + std::to_string(nd) + ", " + std::to_string(perm[k]) + ")", side(k), false);
+        if (all) return "dims(P, " + std::to_string(nd) + ", " + std::to_string(perm[i]) + ")";
+      } while (std::next_permutation(perm.begin(), perm.end()));
+    }
+    return fit(side(i), where, "dims", false);
   }
 
   bool data_parent_is_world(int decl) const { return decls[static_cast<std::size_t>(decl - 1)].parent == 0; }
