@@ -18,7 +18,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <deque>
 #include <map>
+#include <optional>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -498,6 +500,7 @@ class Builder {
       result.ambiguities.resize(ambiguities);
       uses_v2_ = false;
       last_request_phase_.clear();
+      send_sizes_.clear();
     };
     try {
       try {
@@ -516,6 +519,7 @@ class Builder {
       allow_prob_sets_ = true;
       body = emit_program(inputs, false, shared);
     }
+    pair_receive_sizes(body);
 
     nlohmann::json sk;
     sk["format"] = "mksim-skeleton";
@@ -806,6 +810,101 @@ class Builder {
       }
     }
     return out;
+  }
+
+  // Receives whose sizes are statistics (sizes_are_statistics): a receive's mean and its sender's mean are
+  // regressed apart, so at some rank the message would be larger than its receive (a truncation, which stops
+  // the replay) although the program posts a buffer that holds it. Where one call site sends every message a
+  // receive site takes (matched in the traces as MPI matches: per sender, communicator and tag, in order), the
+  // receive takes its sender's size expression, evaluated at the rank it receives from: both ends then agree
+  // at every P. Only for world ranks (a peer on a communicator is not a world rank) and sender expressions of
+  // rank, P and the parameters alone.
+  std::map<std::uint64_t, std::set<std::string>> send_sizes_;  // send site -> size texts written (JSON)
+
+  std::map<std::uint64_t, std::uint64_t> receive_partners() const {
+    std::map<std::uint64_t, std::uint64_t> partner;  // receive site -> send site (0: several)
+    for (const RunInfo& ri : runs_) {
+      std::map<std::tuple<int, int, std::uint32_t, int>, std::deque<std::uint64_t>> sent;  // (src, dst, comm, tag)
+      for (const trace::RankTrace& t : ri.run->ranks)
+        for (const trace::Event& e : t.events)
+          if ((e.kind == Kind::SEND || e.kind == Kind::ISEND || e.kind == Kind::ISSEND || e.kind == Kind::SSEND ||
+               e.kind == Kind::SENDRECV) && e.peer >= 0)
+            sent[{t.rank, e.peer, e.comm, e.tag}].push_back(e.site);
+      for (const trace::RankTrace& t : ri.run->ranks)
+        for (std::size_t i = 0; i < t.events.size(); ++i) {
+          const trace::Event& e = t.events[i];
+          const trace::Event* m = nullptr;  // the record with the source and tag the receive took
+          if (e.kind == Kind::RECV || e.kind == Kind::IRECV) m = &e;
+          else if (e.kind == Kind::SENDRECV && i + 1 < t.events.size() && t.events[i + 1].kind == Kind::COMPLETE) m = &t.events[i + 1];
+          if (!m || m->peer < 0) continue;
+          auto q = sent.find({m->peer, t.rank, e.comm, m->tag});
+          if (q == sent.end() || q->second.empty()) continue;
+          const std::uint64_t from = q->second.front();
+          q->second.pop_front();
+          auto [it, fresh] = partner.emplace(e.site, from);
+          if (!fresh && it->second != from) it->second = 0;
+        }
+    }
+    return partner;
+  }
+
+  bool of_rank_p_params(const std::string& text) const {
+    for (std::size_t i = 0; i < text.size();) {
+      if (!(std::isalpha(static_cast<unsigned char>(text[i])) || text[i] == '_')) {
+        ++i;
+        continue;
+      }
+      std::size_t e = i;
+      while (e < text.size() && (std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '_' || text[e] == '.')) ++e;
+      const std::string id = text.substr(i, e - i);
+      std::size_t k = e;
+      while (k < text.size() && text[k] == ' ') ++k;
+      const bool function = k < text.size() && text[k] == '(';
+      const bool number = i > 0 && (std::isdigit(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '.');  // 1e-05
+      if (!function && !number && id != "rank" && id != "P" && std::find(params_.begin(), params_.end(), id) == params_.end())
+        return false;
+      i = e;
+    }
+    return true;
+  }
+
+  void pair_receive_sizes(nlohmann::json& list) {
+    std::optional<std::map<std::uint64_t, std::uint64_t>> partners;
+    pair_receive_sizes(list, partners);
+  }
+
+  void pair_receive_sizes(nlohmann::json& list, std::optional<std::map<std::uint64_t, std::uint64_t>>& partners) {
+    // sends of this list by site: a receive's partner is first looked for beside it (the same iteration of the
+    // same loop), as the same site is often written in several places with sizes of their own
+    std::map<std::uint64_t, std::vector<std::string>> here;
+    for (const nlohmann::json& b : list)
+      if (b.contains("_send_site")) here[b["_send_site"].get<std::uint64_t>()].push_back(expr_text(b["size"]));
+    for (nlohmann::json& b : list) b.erase("_send_site");
+    for (nlohmann::json& b : list) {
+      for (const char* arm : {"body", "then", "else"})
+        if (b.contains(arm)) pair_receive_sizes(b[arm], partners);
+      if (!b.contains("_recv_site")) continue;
+      const auto site = b["_recv_site"].get<std::uint64_t>();
+      b.erase("_recv_site");
+      if (!sizes_are_statistics || !b.contains("fit") || !b["fit"].contains("size") || !b["fit"]["size"].contains("guard") ||
+          b.contains("comm") || b.value("peer", nlohmann::json()) == "any")
+        continue;
+      if (!partners) partners = receive_partners();
+      auto p = partners->find(site);
+      if (p == partners->end() || p->second == 0) continue;
+      std::string text;
+      if (auto h = here.find(p->second); h != here.end()) {
+        if (h->second.size() != 1) continue;
+        text = h->second.front();
+      } else {
+        auto s = send_sizes_.find(p->second);
+        if (s == send_sizes_.end() || s->second.size() != 1) continue;
+        text = expr_text(nlohmann::json::parse(*s->second.begin()));
+      }
+      if (!of_rank_p_params(text)) continue;
+      b["size"] = at_rank(text, expr_text(b["peer"]));
+      b["fit"]["size"]["paired"] = "the size its sender writes (" + text + "), at the rank it receives from";
+    }
   }
 
   void pair_coins(nlohmann::json& list, const std::string& where) {
@@ -1654,6 +1753,8 @@ class Builder {
       nlohmann::json b = {{"op", op}};
       b["peer"] = c.peer == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer"));
       b["size"] = fit_call_int(u, bytes_of, at, fits, "size");
+      if (c.kind == Kind::RECV || c.kind == Kind::IRECV) b["_recv_site"] = c.site;
+      else send_sizes_[c.site].insert(b["size"].dump()), b["_send_site"] = c.site;
       note_size_spread(u, false, fits);
       b["tag"] = c.tag == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_call_int(u, tag_of, at, fits, "tag"));
       if ((c.kind == Kind::ISEND || c.kind == Kind::ISSEND || c.kind == Kind::IRECV) && request_names_.count(c.site))
@@ -1666,6 +1767,8 @@ class Builder {
       nlohmann::json s = {{"op", "isend"}, {"req", req + "s"}};
       s["peer"] = fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer");
       s["size"] = fit_call_int(u, bytes_of, at, fits, "size");
+      send_sizes_[c.site].insert(s["size"].dump());
+      s["_send_site"] = c.site;
       note_size_spread(u, false, fits);
       s["tag"] = fit_call_int(u, tag_of, at, fits, "tag");
       finish(std::move(s));
@@ -1673,6 +1776,7 @@ class Builder {
       r["peer"] = c.peer2 == trace::ANY ? nlohmann::json("any")
                                         : nlohmann::json(fit_comm_rank(u, std::max(decl, 0), [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).peer2); }, at, fits, "peer"));
       r["size"] = fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes2); }, at, fits, "size");
+      r["_recv_site"] = c.site;
       note_size_spread(u, true, fits);
       r["tag"] = c.tag2 == trace::ANY ? nlohmann::json("any")
                                       : nlohmann::json(fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).tag2); }, at, fits, "tag"));
