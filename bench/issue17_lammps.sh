@@ -3,6 +3,9 @@
 # variables: `melt` (lammps-examples' in.melt: neighbour lists rebuilt every 20 steps) and `lj` (LAMMPS'
 # bench/in.lj style: lists rebuilt when an atom moved more than half the skin, so which steps rebuild depends
 # on the data). For each: traced at P = 2, 4, 8 and L = 8, 12 (S = 100), one skeleton from the six runs;
+#  - the same from P = 4, 8 only (at P = 2 LAMMPS's grid is 1x1x2: the exchanges of the missing dimensions
+#    shift the program's blocks against the other runs');
+#  - whether each pairs its messages (mkskel build at the traced runs, `mksim check` at P = 16, 64, 1024);
 #  - its size against one built with S = 1000 in place of S = 100 at P = 8 (does it grow with the steps?);
 #  - held out: a run at P = 16 (oversubscribed), L = 12, compared rank by rank (`mkskel compare`: messages
 #    sent, bytes sent, compute);
@@ -46,18 +49,25 @@ for in in $INPUTS; do
   echo "== $in"
   for P in 2 4 8; do for L in 8 12; do trace "$in" $P $L 100; done; done
   trace "$in" 8 8 1000; trace "$in" 16 12 100
-  "$B/sim/mkskel" build t-$in-{2,4,8}-{8,12}-100 -o $in.json > $in.build.txt 2> $in.log
-  echo "skeleton from P=2,4,8 x L=8,12, S=100: $(grep -o 'skeleton [0-9]* bytes.*' $in.build.txt || tail -1 $in.log)"
+  for set in "2 4 8" "4 8"; do
+    tag=${set// /}; files=""; for P in $set; do files="$files t-$in-$P-8-100 t-$in-$P-12-100"; done
+    "$B/sim/mkskel" build $files -o $in-$tag.json > $in-$tag.build.txt 2> $in-$tag.log
+    echo "skeleton from P=${set// /,} x L=8,12, S=100: $(grep -o 'skeleton [0-9]* bytes' $in-$tag.build.txt)," \
+      "$(grep -E 'pair at every|does not pair' $in-$tag.build.txt | cut -c1-80)"
+    echo "  held out: P=16 L=12 S=100"
+    "$B/sim/mkskel" compare $in-$tag.json t-$in-16-12-100 --show 0 | sed 's/^/    /'
+    for P in 16 64 1024; do
+      echo "  mksim check at P=$P, L=16: $("$B/sim/mksim" check --skeleton $in-$tag.json --P $P --param L=16,S=100 2>&1 | tail -n +3 | head -2 | cut -c1-160 | tr '\n' ' ')"
+    done
+    for P in 64 1024; do
+      plat="$HERE/platforms/t3e.xml"; [ $P -gt 512 ] && plat=t3e-1024.xml
+      echo "  replay P=$P L=16 S=100 on $(basename $plat): $( { /usr/bin/time -f '%e s wall, %M KB' "$B/sim/mksim" \
+        --platform "$plat" --P $P --skeleton $in-$tag.json --param L=16,S=100 -o $in-$tag-$P.h5 2>&1 | \
+        grep -iE 'predicted time|mksim:|error' | head -2 | cut -c1-200 | tr '\n' ' '; } 2>&1 | tr '\n' ' ')"
+    done
+  done
   for S in 100 1000; do
     "$B/sim/mkskel" build t-$in-8-8-$S -o $in-8-8-$S.json > b.txt 2> /dev/null
     echo "P=8 L=8 S=$S alone: $(grep -o 'skeleton [0-9]* bytes' b.txt)"
-  done
-  echo "held out: P=16 L=12 S=100"
-  "$B/sim/mkskel" compare $in.json t-$in-16-12-100 --show 0 | sed 's/^/  /'
-  for P in 64 1024; do
-    plat="$HERE/platforms/t3e.xml"; [ $P -gt 512 ] && plat=t3e-1024.xml
-    echo "replay P=$P L=16 S=100 on $(basename $plat): $( { /usr/bin/time -f '%e s wall, %M KB' "$B/sim/mksim" \
-      --platform "$plat" --P $P --skeleton $in.json --param L=16,S=100 -o $in-$P.h5 2>&1 | \
-      grep -iE 'predicted time|mksim:|error' | head -2 | tr '\n' ' '; } 2>&1 | tr '\n' ' ')"
   done
 done
