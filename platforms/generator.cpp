@@ -25,6 +25,10 @@ struct Preset {
   Topology topology;
   std::vector<long> default_dims;
   MachineFigures figures;
+  /// FAT_TREE only: 0 = full bisection; k > 0 = switched Ethernet, one or two tiers: edge switches of dims[0]
+  /// hosts, each joined to one core switch by k parallel links of the link bandwidth (oversubscription dims[0]:k)
+  long uplinks = 0;
+  long edge_ports = 0;  ///< uplinks > 0: hosts per edge switch at most
 };
 
 Figure fig(double value, std::string source) { return Figure{value, std::move(source)}; }
@@ -106,9 +110,33 @@ Preset fattree_preset()
   return {"fattree", "2020s fat-tree cluster", Topology::FAT_TREE, {32, 32}, f};
 }
 
+// A network of workstations (IP3T's setting): desktop nodes on switched Gigabit Ethernet, MPI over TCP. One
+// switch up to 48 hosts; beyond, two tiers: 48-port edge switches, each with 10 aggregated 1 Gb/s uplinks to one
+// core switch.
+Preset now_preset()
+{
+  MachineFigures f;
+  f.end_to_end_latency_s = fig(50e-6, "assumed typical MPI ping-pong latency over Gigabit Ethernet with TCP (Open MPI tcp BTL), tens of us; measure with mkcalib");
+  f.node_speed_flops = fig(10e9, "assumed desktop workstation core, ~10 GFLOPS 64-bit sustained on dense kernels; calibrate with mkcalib");
+  f.link_latency_s = fig(2e-6, "assumed Gigabit switch port-to-port plus cable latency, a few us per hop");
+  f.link_bandwidth_bytes_per_s = fig(1e9 / 8 * 1448.0 / 1538.0, "1000BASE-T (IEEE 802.3ab) 1 Gb/s per direction, TCP payload share of a 1500 B frame: 1448 of 1538 bytes on the wire (timestamps on)");
+  f.nic_latency_s = fig(0, "none: a SimGrid FAT_TREE cluster has no per-node latency; software latency is in s and r");
+  f.nic_bandwidth_bytes_per_s = fig(0, "the host cable is the NIC: no separate limit");
+  const double sr = (f.end_to_end_latency_s.value - 2 * f.link_latency_s.value) / 2;
+  f.send_overhead_s = fig(sr, "half of (50 us - 2 cables through the edge switch), so a same-switch ping-pong gives 50 us");
+  f.recv_overhead_s = fig(sr, "as send_overhead_s");
+  f.per_message_overhead_s = fig(0, "not separately measured; calibrate");
+  f.eager_threshold_bytes = fig(65536, "Open MPI 4.1 tcp BTL default btl_tcp_eager_limit = 65536 B (ompi_info --param btl tcp --level 9)");
+  f.skew_alpha_s = fig(0, "not measured; calibrate (nondedicated machines: see --load)");
+  Preset p{"now", "network of workstations (switched Gigabit Ethernet)", Topology::FAT_TREE, {48, 4}, f};
+  p.uplinks = 10;    // assumed: ten 1 Gb/s uplinks aggregated (or one 10 Gb/s uplink) per edge switch
+  p.edge_ports = 48; // assumed: 48-port edge switches
+  return p;
+}
+
 const std::vector<Preset>& presets()
 {
-  static const std::vector<Preset> all = {ipsc860_preset(), paragon_preset(), t3e_preset(), fattree_preset()};
+  static const std::vector<Preset> all = {ipsc860_preset(), paragon_preset(), t3e_preset(), fattree_preset(), now_preset()};
   return all;
 }
 
@@ -245,6 +273,13 @@ std::string shape_text(const Preset& p, const std::vector<long>& dims, long n)
     case Topology::TORUS:
       return join(dims, "x") + " torus (" + std::to_string(n) + " nodes), dimension-order routing";
     case Topology::FAT_TREE:
+      if (p.uplinks > 0 && dims.size() == 1)
+        return "switched Ethernet, one switch of " + std::to_string(n) + " hosts";
+      if (p.uplinks > 0)
+        return "switched Ethernet, two tiers (" + std::to_string(n) + " nodes): " + std::to_string(dims[1]) +
+               " edge switches of " + std::to_string(dims[0]) + " hosts, each joined to one core switch by " +
+               std::to_string(p.uplinks) + " parallel links (oversubscription " + std::to_string(dims[0]) + ":" +
+               std::to_string(p.uplinks) + ")";
       return std::to_string(dims.size()) + "-level full-bisection fat tree (" + std::to_string(n) +
              " nodes, down ports per level " + join(dims, ",") + ")";
   }
@@ -326,6 +361,10 @@ void write_cluster(std::string& x, const Preset& p, const MachineFigures& f, con
     for (size_t i = 1; i < dims.size(); ++i)
       up[i] = dims[i - 1];
     std::vector<long> par(dims.size(), 1);
+    if (p.uplinks > 0 && dims.size() == 2) {  // switched Ethernet: one core switch, aggregated uplinks
+      up  = {1, 1};
+      par = {1, p.uplinks};
+    }
     topo        = "FAT_TREE";
     topo_params = std::to_string(dims.size()) + ";" + join(dims, ",") + ";" + join(up, ",") + ";" + join(par, ",");
   } else {
@@ -483,6 +522,21 @@ PlatformSpec preset_for(const std::string& machine, long nodes)
       break;
     }
     case Topology::FAT_TREE: {
+      if (p.uplinks > 0) {  // Ethernet: fill edge switches (the largest divisor of the count up to their ports)
+        if (nodes <= p.edge_ports) {
+          spec.dims = {nodes};
+          break;
+        }
+        long edge = p.edge_ports;
+        while (nodes % edge != 0) --edge;
+        if (edge < p.edge_ports / 4 || nodes / edge > FAT_TREE_MAX_DOWN)
+          throw std::invalid_argument(machine + ": " + std::to_string(nodes) + " nodes do not fill edge switches of at most " +
+                                      std::to_string(p.edge_ports) + " ports (" + std::to_string(p.edge_ports / 4) +
+                                      " at least) under one core switch of " + std::to_string(FAT_TREE_MAX_DOWN) +
+                                      " ports; pick a count such as 96 or 1024");
+        spec.dims = {edge, nodes / edge};
+        break;
+      }
       std::vector<long> f;
       for (int levels = 1; levels <= 8; ++levels)
         if (balanced_factors(nodes, levels, FAT_TREE_MAX_DOWN, f))
@@ -546,6 +600,8 @@ long node_count(const PlatformSpec& spec)
     case Topology::TORUS:
       break;
     case Topology::FAT_TREE:
+      if (p.uplinks > 0 && spec.dims.size() > 2)
+        throw std::invalid_argument(m + ": switched Ethernet has one or two tiers, got " + join(spec.dims, ","));
       if (std::any_of(spec.dims.begin(), spec.dims.end(), [](long d) { return d > FAT_TREE_MAX_DOWN; }))
         throw std::invalid_argument(m + ": fat-tree levels have at most " + std::to_string(FAT_TREE_MAX_DOWN) +
                                     " down ports, got " + join(spec.dims, ","));

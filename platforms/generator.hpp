@@ -82,7 +82,7 @@ struct PlatformSpec {
   std::vector<PatternFigures> patterns;
 };
 
-/** @brief The preset machine names: ipsc860, paragon, t3e, fattree. */
+/** @brief The preset machine names: ipsc860, paragon, t3e, fattree, now (a network of workstations). */
 std::vector<std::string> machine_presets();
 
 /** @brief The interconnect of a preset machine; throws std::invalid_argument on an unknown name. */

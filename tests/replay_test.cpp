@@ -1,6 +1,7 @@
 // Replay on real SimGrid simulations, against closed forms where the simulation must be exact
 // (CM02 model, no contention). Each TEST runs in its own process: one SimGrid engine each.
 #include "sim/engine/isolate.hpp"
+#include "platforms/generator.hpp"
 #include "sim/engine/replay.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/expand.hpp"
@@ -615,4 +616,30 @@ TEST(ReplayV3, MessagesToOneselfCrossNoLink) {
     EXPECT_EQ(res.total_messages, 4u) << bytes;
     EXPECT_NEAR(res.predicted_time_s, 2 * 1.779e-05, 1e-12) << bytes;
   }
+}
+
+// The network of workstations (`mksim platform --machine now`): 96 hosts are two 48-port edge switches joined to
+// one core switch by 10 parallel links each. 24 pairs inside a switch each get a whole host link; 48 pairs across
+// the switches share the 10 uplinks, 5 flows on the busiest: 5 times as long, and an empty message crosses 4
+// cables instead of 2 (2 us each).
+TEST(ReplayV3, WorkstationsShareTheirSwitchesUplinks) {
+  const auto dir = std::filesystem::temp_directory_path() / ("mksim_now_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string xml = (dir / "now96.xml").string();
+  std::ofstream(xml) << mksim::platforms::generate_platform_xml(mksim::platforms::preset_for("now", 96));
+  auto time = [&](double D, double S) {
+    ReplayOptions o;
+    o.platform_path = xml;
+    o.P = 96;
+    o.params = {{"D", D}, {"S", S}};
+    return replay_in_child(sk(R"J("params":{"S":8,"D":48},"body":[
+        {"op":"if","cond":"rank < D","then":[{"op":"send","peer":"rank + D","size":"S"}],
+         "else":[{"op":"if","cond":"rank < 2*D","then":[{"op":"recv","peer":"rank - D","size":"S"}]}]}]})J"),
+                           o)
+        .predicted_time_s;
+  };
+  const double same = time(24, 1e7), across = time(48, 1e7);
+  EXPECT_NEAR(across / same, 5.0, 0.01);
+  EXPECT_NEAR(time(48, 0) - time(24, 0), 2 * 2e-6, 1e-9);  // empty messages: latency only
+  std::filesystem::remove_all(dir);
 }

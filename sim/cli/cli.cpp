@@ -69,7 +69,7 @@ const char* USAGE =
     "       mksim sweep --from OUT.h5 --best NAME [--metric replay|model]\n"
     "       mksim diagnose SKELETON --platform FILE --P N [--param NAME=VALUE ...] [-o DIAG.h5]\n"
     "       mksim report IN.h5 [MORE.h5 ...] -o REPORT.html [--timeline FILE.csv ...] [--title TEXT]\n"
-    "       mksim platform --machine {ipsc860,paragon,t3e,fattree} --nodes N -o OUT.xml\n"
+    "       mksim platform --machine {ipsc860,paragon,t3e,fattree,now} --nodes N -o OUT.xml\n"
     "       mksim --version | --help\n";
 
 /** @brief Parses args into desc's variables; prints help and returns false when --help was given. */
@@ -182,7 +182,7 @@ int cmd_platform(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("mksim platform");
   std::string machine, output;
   long nodes = 0;
-  desc.add_options()("help,h", "this help")("machine", po::value(&machine)->required(), "ipsc860, paragon, t3e or fattree")
+  desc.add_options()("help,h", "this help")("machine", po::value(&machine)->required(), "ipsc860, paragon, t3e, fattree or now (workstations on switched Ethernet)")
       ("nodes", po::value(&nodes)->required(), "number of compute nodes")
       ("output,o", po::value(&output)->required(), "platform XML to write");
   if (!parse_options(args, desc, out)) return EXIT_OK;
