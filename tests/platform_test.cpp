@@ -201,7 +201,13 @@ TEST(Platform, BundledFilesAreGeneratorOutput)
 
 TEST(Platform, PresetSizing)
 {
-  EXPECT_EQ(mp::machine_presets(), (std::vector<std::string>{"ipsc860", "paragon", "t3e", "fattree"}));
+  EXPECT_EQ(mp::machine_presets(), (std::vector<std::string>{"ipsc860", "paragon", "t3e", "fattree", "now"}));
+  // a network of workstations: one switch, else full 48-port edge switches (the largest divisor up to 48)
+  EXPECT_EQ(mp::preset_for("now", 16).dims, (std::vector<long>{16}));
+  EXPECT_EQ(mp::preset_for("now", 96).dims, (std::vector<long>{48, 2}));
+  EXPECT_EQ(mp::preset_for("now", 1000).dims, (std::vector<long>{40, 25}));
+  EXPECT_THROW(mp::preset_for("now", 97), std::invalid_argument);
+  EXPECT_NE(mp::generate_platform_xml(mp::preset_for("now", 96)).find("topo_parameters=\"2;48,2;1,1;1,10\""), std::string::npos);
   EXPECT_EQ(mp::preset_for("paragon", 256).dims, (std::vector<long>{16, 16}));
   EXPECT_EQ(mp::preset_for("paragon", 128).dims, (std::vector<long>{16, 8}));
   EXPECT_EQ(mp::preset_for("paragon", 65536).dims, (std::vector<long>{256, 256}));
