@@ -1229,6 +1229,12 @@ class Builder {
       // other integer (peers, roots, tags, sizes the program computes) is written per traced run and refused
       // elsewhere (per_run_int): a least-squares polynomial of a rank is never a peer.
       const std::string fname = field;
+      // a neighbour or transpose partner on a grid the program computes itself (no topology call traced)
+      if (fname == "peer" && allow_rank)
+        if (const std::string g = grid_rank_fit(samples, params_); !g.empty()) {
+          fits[field] = {{"expr", g}, {"form", "grid"}};
+          return g;
+        }
       if (sizes_are_statistics && fname != "peer" && fname != "root" && fname != "tag") {
         fo.integer = false;
         f = fit_quantity(samples, params_, fo);

@@ -41,6 +41,56 @@ bool has_decimal_literal(const std::string& text) {
   return false;
 }
 
+std::string grid_rank_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params) {
+  if (samples.empty() || !samples.front().vars.count("rank")) return "";
+  std::vector<std::string> names{"P", "rank"};
+  for (const std::string& p : params) names.push_back(p);
+  std::vector<std::string> cands;
+  // 2-D grids as (fast side, slow side): rank = x + fast * y
+  const std::string a = "dims(P, 2, 0)", b = "dims(P, 2, 1)";
+  const std::vector<std::pair<std::string, std::string>> grids2{{a, b}, {b, a}, {GRID_PX, GRID_PY}};
+  for (const auto& [fast, slow] : grids2) {
+    const std::string x = "rank % " + fast, y = "floor(rank / " + fast + ")";
+    // the transpose partner on a grid fast x slow with fast >= slow (NPB CG): ratio = fast / slow,
+    // partner = (x / ratio) fast + ratio y + x % ratio
+    const std::string ratio = "(" + fast + " / " + slow + ")";
+    cands.push_back("floor((" + x + ") / " + ratio + ") * " + fast + " + " + ratio + " * " + y + " + (" + x + ") % " + ratio);
+    // neighbours along the slow side need the side in the expression (rank +- fast); along the fast side
+    // rank +- 1 and the diagonals are found by the builder's own search
+    for (int dy : {-1, 1})
+      for (int dx : {-1, 0, 1}) {
+        std::string e = "rank " + std::string(dy < 0 ? "- " : "+ ") + fast;
+        if (dx) e += dx < 0 ? " - 1" : " + 1";
+        cands.push_back(e);
+      }
+  }
+  const std::string d3 = "dims(P, 3, 0), dims(P, 3, 1), dims(P, 3, 2)";
+  for (int o0 = -1; o0 <= 1; ++o0)
+    for (int o1 = -1; o1 <= 1; ++o1)
+      for (int o2 = -1; o2 <= 1; ++o2) {
+        if (!o0 && !o1 && !o2) continue;
+        const int off[] = {o0, o1, o2};
+        std::string e = "cart_rank(";
+        for (int d = 0; d < 3; ++d) {
+          e += "cart_coord(rank, " + std::to_string(d) + ", " + d3 + ")";
+          if (off[d]) e += off[d] < 0 ? " - 1" : " + 1";
+          e += ", ";
+        }
+        cands.push_back(e + d3 + ")");
+      }
+  for (const std::string& text : cands) {
+    const Feature f(text, names, true);
+    bool all = true;
+    for (const Sample& x : samples)
+      if (f.eval(x.vars) != x.value) {
+        all = false;
+        break;
+      }
+    if (all) return text;
+  }
+  return "";
+}
+
 std::string decomposition_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params) {
   if (samples.empty()) return "";
   for (const Sample& x : samples)
