@@ -57,6 +57,12 @@ std::string grid_rank_fit(const std::vector<Sample>& samples, const std::vector<
     cands.push_back("floor((" + x + ") / " + ratio + ") * " + fast + " + " + ratio + " * " + y + " + (" + x + ") % " + ratio);
     // neighbours along the slow side need the side in the expression (rank +- fast); along the fast side
     // rank +- 1 and the diagonals are found by the builder's own search
+    // a call that several sweep directions share (Sweep3D's octants folded into one node): the neighbour
+    // inward from the edge the rank is on, outward elsewhere
+    cands.push_back("if(" + x + " == 0, rank + 1, rank - 1)");
+    cands.push_back("if(" + x + " == " + fast + " - 1, rank - 1, rank + 1)");
+    cands.push_back("if(" + y + " == 0, rank + " + fast + ", rank - " + fast + ")");
+    cands.push_back("if(" + y + " == " + slow + " - 1, rank - " + fast + ", rank + " + fast + ")");
     for (int dy : {-1, 1})
       for (int dx : {-1, 0, 1}) {
         std::string e = "rank " + std::string(dy < 0 ? "- " : "+ ") + fast;
