@@ -986,43 +986,56 @@ GroupPredicate search_with(const Vocabulary& vocab, const std::vector<RunLabels>
 GroupPredicate find_group_predicate(const std::vector<RunLabels>& runs, const PredicateOptions& options) {
   const std::vector<std::string> params = validate(runs);
   GroupPredicate first = search_with(Vocabulary(params), runs, options);
-  if (first.found || first.message.find("no predicate fits") == std::string::npos) return first;
-  // Then the grids of MPI_Dims_create (and the codes that factor P the same way). Several may fit the traced
-  // runs (at P = 8, 12, 18, 27 a face of MPI_Dims_create(P, 3)'s grid is a row band of MPI_Dims_create(P,
-  // 2)'s): a grid of the dimensions the program made comes first, then the fewest atoms, the lowest cost,
+  if (!first.found && first.message.find("no predicate fits") == std::string::npos) return first;  // no member
+  // The same search on the grids of MPI_Dims_create (and the codes that factor P the same way). Several may
+  // fit the traced runs (at P = 8, 12, 18, 27 a face of MPI_Dims_create(P, 3)'s grid is a row band of
+  // MPI_Dims_create(P, 2)'s; at P = 4, 8, 16 a coincidence of Px x Py such as "P-1-rank > 3" with an edge of
+  // NPB LU's grid): the fewest atoms win, then a grid of the dimensions the program made, then Px x Py, then
   // the fixed order; the others are alternatives where they select other ranks at an unseen run.
+  struct Fit {
+    GroupPredicate g;
+    int ndims;       // 0: Px x Py
+  };
+  std::vector<Fit> fits;
+  if (first.found) fits.push_back({first, 0});
   std::string tried;
-  std::vector<std::pair<GroupPredicate, const GridVocabulary*>> fits;
   for (const GridVocabulary& grid : grid_vocabularies()) {
     GroupPredicate g = search_with(Vocabulary(params, &grid), runs, options);
-    if (g.found) fits.emplace_back(std::move(g), &grid);
+    if (g.found) fits.push_back({std::move(g), static_cast<int>(grid.coords.size())});
     else tried += (tried.empty() ? "" : "; ") + grid.label;
   }
   if (!fits.empty()) {
-    auto rank_of = [&](const std::pair<GroupPredicate, const GridVocabulary*>& f) {
-      const int nd = static_cast<int>(f.second->coords.size());
-      const bool made = std::find(options.grid_ndims.begin(), options.grid_ndims.end(), nd) != options.grid_ndims.end();
-      const auto atoms = static_cast<std::size_t>(std::count(f.first.text.begin(), f.first.text.end(), '&') / 2 +
-                                                   std::count(f.first.text.begin(), f.first.text.end(), '|') / 2 + 1);
-      return std::make_tuple(made ? 0 : 1, atoms, f.first.text.size());
+    const auto& nd = options.grid_ndims;
+    auto key = [&](const Fit& f) {
+      const std::string& t = f.g.text;
+      const auto atoms = std::count(t.begin(), t.end(), '&') / 2 + std::count(t.begin(), t.end(), '|') / 2 + 1;
+      const bool made = f.ndims == 0 ? nd.empty() || std::find(nd.begin(), nd.end(), 2) != nd.end()
+                                     : std::find(nd.begin(), nd.end(), f.ndims) != nd.end();
+      return std::make_tuple(atoms, made ? 0 : 1, f.ndims == 0 ? 0 : 1);
     };
-    std::stable_sort(fits.begin(), fits.end(), [&](const auto& a, const auto& b) { return rank_of(a) < rank_of(b); });
-    GroupPredicate best = std::move(fits.front().first);
+    std::stable_sort(fits.begin(), fits.end(), [&](const Fit& x, const Fit& y) { return key(x) < key(y); });
+    // Px x Py as good as any grid: the builder's results (and ambiguities) as without the grids
+    if (fits.front().ndims == 0) return first;
+    GroupPredicate best = std::move(fits.front().g);
     const std::vector<Vars> probes = probe_points(runs, options.max_probe_P);
     for (std::size_t i = 1; i < fits.size(); ++i) {
-      const std::string& other = fits[i].first.text;
+      const std::string& other = fits[i].g.text;
       for (const Vars& at : probes)
         if (predicate_members(other, at) != predicate_members(best.text, at)) {
-          Alternative a{other, at, std::nullopt};
+          Alternative alt{other, at, std::nullopt};
           for (const Vars& q : probes)
             if (is_pow2(ranks_of(q)) && predicate_members(other, q) != predicate_members(best.text, q)) {
-              a.differs_at_pow2 = q;
+              alt.differs_at_pow2 = q;
               break;
             }
           if (!best.resolve_at || ranks_of(at) < ranks_of(*best.resolve_at)) best.resolve_at = at;
+          if (std::none_of(best.resolve_runs.begin(), best.resolve_runs.end(), [&](const Vars& v) {
+                return predicate_members(other, v) != predicate_members(best.text, v);
+              }))
+            best.resolve_runs.push_back(alt.differs_at_pow2 ? *alt.differs_at_pow2 : at);
           best.message = (best.message.empty() ? "ambiguous: " : best.message + "; ") + "on another grid '" + other +
                          "' fits every run too but differs at " + describe_vars(at);
-          best.alternatives.insert(best.alternatives.begin(), std::move(a));
+          best.alternatives.insert(best.alternatives.begin(), std::move(alt));
           break;
         }
     }
