@@ -70,20 +70,25 @@ std::string grid_rank_fit(const std::vector<Sample>& samples, const std::vector<
         cands.push_back(e);
       }
   }
+  // MPI_Dims_create(P, 3)'s grid, not periodic, then periodic (NPB MG)
   const std::string d3 = "dims(P, 3, 0), dims(P, 3, 1), dims(P, 3, 2)";
-  for (int o0 = -1; o0 <= 1; ++o0)
-    for (int o1 = -1; o1 <= 1; ++o1)
-      for (int o2 = -1; o2 <= 1; ++o2) {
-        if (!o0 && !o1 && !o2) continue;
-        const int off[] = {o0, o1, o2};
-        std::string e = "cart_rank(";
-        for (int d = 0; d < 3; ++d) {
-          e += "cart_coord(rank, " + std::to_string(d) + ", " + d3 + ")";
-          if (off[d]) e += off[d] < 0 ? " - 1" : " + 1";
-          e += ", ";
+  for (const bool periodic : {false, true})
+    for (int o0 = -1; o0 <= 1; ++o0)
+      for (int o1 = -1; o1 <= 1; ++o1)
+        for (int o2 = -1; o2 <= 1; ++o2) {
+          if (!o0 && !o1 && !o2) continue;
+          const int off[] = {o0, o1, o2};
+          std::string e = "cart_rank(";
+          for (int d = 0; d < 3; ++d) {
+            const std::string c = "cart_coord(rank, " + std::to_string(d) + ", " + d3 + ")";
+            const std::string n = "dims(P, 3, " + std::to_string(d) + ")";
+            if (!off[d]) e += c;
+            else if (!periodic) e += c + (off[d] < 0 ? " - 1" : " + 1");
+            else e += "(" + c + (off[d] < 0 ? " + " + n + " - 1" : " + 1") + ") % " + n;
+            e += ", ";
+          }
+          cands.push_back(e + d3 + ")");
         }
-        cands.push_back(e + d3 + ")");
-      }
   for (const std::string& text : cands) {
     const Feature f(text, names, true);
     bool all = true;
