@@ -188,6 +188,17 @@ TEST(TopologyBuild, GridPeersWithoutTopologyCalls) {
       const int c0 = rank / (d[1] * d[2]), c1 = rank / d[2] % d[1], c2 = rank % d[2];
       if (c0 + 1 < d[0] && c2 > 0) n3.push_back({{{"P", P}, {"rank", rank}}, static_cast<double>((c0 + 1) * d[1] * d[2] + c1 * d[2] + c2 - 1), "run"});
     }
+  // at 12 and 18 this neighbour is also rank + dims(P, 2, 0) - 1 (4 x 3, 6 x 3): reported, not hidden
+  std::string other;
+  const std::string flat = b::grid_rank_fit(n3, {}, &other);
+  EXPECT_EQ(flat, "rank + dims(P, 2, 0) - 1");
+  EXPECT_FALSE(other.empty());  // the first later form that differs somewhere (here rank + Px + 1)
+  EXPECT_NE(other, flat);
+  // a run at 48 = 4 x 4 x 3 (dims(48, 2) = 8 x 6) decides for the 3-D grid
+  for (int rank = 0; rank < 48; ++rank) {
+    const int c0 = rank / 12, c1 = rank / 3 % 4, c2 = rank % 3;
+    if (c0 + 1 < 4 && c2 > 0) n3.push_back({{{"P", 48}, {"rank", rank}}, static_cast<double>((c0 + 1) * 12 + c1 * 3 + c2 - 1), "run"});
+  }
   const std::string cube = b::grid_rank_fit(n3, {});
   EXPECT_NE(cube.find("cart_rank(cart_coord(rank, 0, dims(P, 3, 0), dims(P, 3, 1), dims(P, 3, 2)) + 1"), std::string::npos) << cube;
   const b::Feature g(cube, {"P", "rank"}, true);

@@ -1231,8 +1231,11 @@ class Builder {
       const std::string fname = field;
       // a neighbour or transpose partner on a grid the program computes itself (no topology call traced)
       if (fname == "peer" && allow_rank)
-        if (const std::string g = grid_rank_fit(samples, params_); !g.empty()) {
+        if (std::string other, g = grid_rank_fit(samples, params_, &other); !g.empty()) {
           fits[field] = {{"expr", g}, {"form", "grid"}};
+          if (!other.empty())
+            result.ambiguities.push_back(where + "/" + field + ": \"" + g + "\" fits every run, and so does \"" + other +
+                                         "\" (another grid); a run at another P would tell them apart");
           return g;
         }
       if (sizes_are_statistics && fname != "peer" && fname != "root" && fname != "tag") {

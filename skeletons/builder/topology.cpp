@@ -41,7 +41,8 @@ bool has_decimal_literal(const std::string& text) {
   return false;
 }
 
-std::string grid_rank_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params) {
+std::string grid_rank_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params, std::string* other) {
+  if (other) other->clear();
   if (samples.empty() || !samples.front().vars.count("rank")) return "";
   std::vector<std::string> names{"P", "rank"};
   for (const std::string& p : params) names.push_back(p);
@@ -89,17 +90,40 @@ std::string grid_rank_fit(const std::vector<Sample>& samples, const std::vector<
           }
           cands.push_back(e + d3 + ")");
         }
+  std::string chosen;
+  std::unique_ptr<Feature> first;
   for (const std::string& text : cands) {
-    const Feature f(text, names, true);
+    auto f = std::make_unique<Feature>(text, names, true);
     bool all = true;
     for (const Sample& x : samples)
-      if (f.eval(x.vars) != x.value) {
+      if (f->eval(x.vars) != x.value) {
         all = false;
         break;
       }
-    if (all) return text;
+    if (!all) continue;
+    if (chosen.empty()) {
+      chosen = text;
+      first = std::move(f);
+      if (!other) break;
+      continue;
+    }
+    Vars v = samples.front().vars;
+    bool differs = false;
+    for (const double P : {32.0, 48.0, 64.0, 96.0, 128.0}) {
+      v["P"] = P;
+      for (int r = 0; r < static_cast<int>(P) && !differs; ++r) {
+        v["rank"] = r;
+        const double a = first->eval(v), b = f->eval(v);
+        differs = a != b && (a >= 0 || b >= 0);  // both outside the grid: the same (no such neighbour)
+      }
+      if (differs) break;
+    }
+    if (differs) {
+      *other = text;
+      break;
+    }
   }
-  return "";
+  return chosen;
 }
 
 std::string decomposition_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params) {
