@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <stdexcept>
 
 using namespace mksim::skeletons::builder;
@@ -274,4 +275,93 @@ TEST(Predicate, TenRunsUpToThousandRanks) {  // (speed: bench/skeleton_build.py 
     }
     std::printf("%-14s %s\n", name.c_str(), g.found ? g.text.c_str() : "(no fit)");
   }
+}
+
+// ---- grids other than Px x Py (issue 23): tried when no predicate fits on Px x Py ----
+
+namespace {
+
+// MPI_Dims_create(P, n) for the P these tests use (balanced, non-increasing), written out by hand.
+std::vector<int> dims_of(int P, int n) {
+  static const std::map<std::pair<int, int>, std::vector<int>> table{
+      {{4, 2}, {2, 2}},       {{8, 2}, {4, 2}},       {{16, 2}, {4, 4}},       {{32, 2}, {8, 4}},
+      {{64, 2}, {8, 8}},      {{128, 2}, {16, 8}},    {{8, 3}, {2, 2, 2}},     {{12, 3}, {3, 2, 2}},
+      {{18, 3}, {3, 3, 2}},   {{27, 3}, {3, 3, 3}},   {{64, 3}, {4, 4, 4}},    {{48, 3}, {4, 4, 3}},
+      {{125, 3}, {5, 5, 5}}};
+  return table.at({P, n});
+}
+
+// NPB LU: xdim = 2^ceil(k/2) ranks along i, varying fastest (rank = row + xdim col); the interior rows
+// exchange with both north and south. Px = 2^floor(k/2) is the other side: no atom on it fits at P = 8.
+const Truth LU_INTERIOR_ROW = [](int P, int k) {
+  const int xdim = dims_of(P, 2)[0], row = k % xdim;
+  return row > 0 && row < xdim - 1;
+};
+
+}  // namespace
+
+TEST(PredicateGrid, NpbLuInteriorRowsOnTheLongSideVaryingFastest) {
+  const auto runs = label({4, 8, 16}, LU_INTERIOR_ROW);
+  const GroupPredicate g = find_group_predicate(runs);
+  expect_fits(g, runs);
+  EXPECT_NE(g.text.find("rank % dims(P, 2, 0)"), std::string::npos) << g.text;
+  for (int P : {32, 64, 128}) EXPECT_EQ(predicate_members(g.text, {{"P", P}}), truth_at(P, LU_INTERIOR_ROW)) << g.text << " P=" << P;
+}
+
+TEST(PredicateGrid, NpbCgOffDiagonalOfANonSquareGrid) {
+  // rank = r npcols + c, npcols = dims(P, 2, 0) >= nprows; the diagonal (partner = itself): c / ratio == r.
+  const Truth off_diagonal = [](int P, int k) {
+    const auto d = dims_of(P, 2);
+    const int r = k / d[0], c = k % d[0], ratio = d[0] / d[1];
+    return c / ratio != r;
+  };
+  const auto runs = label({4, 8, 16}, off_diagonal);
+  const GroupPredicate g = find_group_predicate(runs);
+  expect_fits(g, runs);
+  EXPECT_NE(g.text.find("!= 0"), std::string::npos) << g.text;
+  for (int P : {32, 64, 128}) EXPECT_EQ(predicate_members(g.text, {{"P", P}}), truth_at(P, off_diagonal)) << g.text << " P=" << P;
+}
+
+TEST(PredicateGrid, TopFaceOfAThreeDimensionalCartesianGrid) {
+  // MPI_Cart_create of MPI_Dims_create(P, 3), row-major: the ranks on the high face of dimension 0 (a
+  // non-periodic grid: no neighbour above). Runs at non-cubes too, so the sides must be dims(P, 3, d).
+  const Truth top = [](int P, int k) {
+    const auto d = dims_of(P, 3);
+    return k / (d[1] * d[2]) == d[0] - 1;
+  };
+  const auto runs = label({8, 12, 18, 27}, top);
+  // At these P the face is also a row band of MPI_Dims_create(P, 2)'s grid (4 x 2, 4 x 3, 6 x 3, 9 x 3):
+  // the runs cannot tell; the 2-D reading is chosen and the 3-D one reported where they differ.
+  const GroupPredicate blind = find_group_predicate(runs);
+  expect_fits(blind, runs);
+  ASSERT_FALSE(blind.alternatives.empty()) << blind.text;
+  EXPECT_NE(blind.message.find("on another grid"), std::string::npos) << blind.message;
+  EXPECT_NE(predicate_members(blind.text, blind.alternatives.front().differs_at),
+            predicate_members(blind.alternatives.front().text, blind.alternatives.front().differs_at));
+  // The program made a 3-D grid (MPI_Dims_create(P, 3) or MPI_Cart_create with 3 dimensions): that one.
+  PredicateOptions three;
+  three.grid_ndims = {3};
+  const GroupPredicate g = find_group_predicate(runs, three);
+  expect_fits(g, runs);
+  EXPECT_NE(g.text.find("cart_coord(rank, 0, dims(P, 3, 0)"), std::string::npos) << g.text;
+  for (int P : {48, 64, 125}) EXPECT_EQ(predicate_members(g.text, {{"P", P}}), truth_at(P, top)) << g.text << " P=" << P;
+}
+
+TEST(PredicateGrid, AConditionOnPAloneNonSquareGrid) {
+  // Every rank at P = 8 and 32 (4 x 2, 8 x 4), none at 4, 16, 64: a branch taken only on a non-square grid.
+  const Truth non_square = [](int P, int) { return dims_of(P, 2)[0] != dims_of(P, 2)[1]; };
+  const auto runs = label({4, 8, 16}, non_square);
+  const GroupPredicate g = find_group_predicate(runs);
+  expect_fits(g, runs);
+  EXPECT_NE(g.text.find("dims(P, 2, 0)"), std::string::npos) << g.text;
+  for (int P : {32, 64, 128}) EXPECT_EQ(predicate_members(g.text, {{"P", P}}), truth_at(P, non_square)) << g.text << " P=" << P;
+}
+
+TEST(PredicateGrid, NoGridFitsSaysWhichWereTried) {
+  const auto runs = label({8, 16}, [](int, int k) { return (k * 7919) % 13 < 3; });
+  const GroupPredicate g = find_group_predicate(runs);
+  EXPECT_FALSE(g.found) << g.text;
+  EXPECT_NE(g.message.find("Nor with the coordinates and sides of these grids"), std::string::npos) << g.message;
+  EXPECT_NE(g.message.find("dims(P, 3, 2)"), std::string::npos) << g.message;
+  EXPECT_NE(g.message.find("Members per run: P=8: 0-1, 7;"), std::string::npos) << g.message;
 }

@@ -159,4 +159,54 @@ TEST(TopologyBuild, DecompositionFormsAndDecimalCoefficients) {
   EXPECT_FALSE(b::has_decimal_literal("c01_cart.rank + 1"));
 }
 
+// Peers of programs that number ranks on a grid they compute themselves (no topology call traced): NPB CG's
+// transpose partner on its npcols x nprows grid (npcols = 2^ceil(k/2) = dims(P, 2, 0) varying fastest), and
+// a 3-D neighbour on MPI_Dims_create(P, 3)'s grid; both must hold at a P never sampled. A peer set no grid
+// explains is "" (written per traced run by the builder).
+TEST(TopologyBuild, GridPeersWithoutTopologyCalls) {
+  auto dims2 = [](int P) { return P == 4 ? std::pair{2, 2} : P == 8 ? std::pair{4, 2} : P == 16 ? std::pair{4, 4} : std::pair{8, 4}; };
+  auto partner = [&](int P, int rank) {
+    const auto [npcols, nprows] = dims2(P);
+    const int r = rank / npcols, c = rank % npcols, ratio = npcols / nprows;
+    return (c / ratio) * npcols + ratio * r + c % ratio;
+  };
+  std::vector<b::Sample> s;
+  for (int P : {4, 8, 16})
+    for (int rank = 0; rank < P; ++rank)
+      if (partner(P, rank) != rank) s.push_back({{{"P", P}, {"rank", rank}, {"N", 64}}, static_cast<double>(partner(P, rank)), "run"});
+  const std::string cg = b::grid_rank_fit(s, {"N"});
+  ASSERT_FALSE(cg.empty());
+  EXPECT_NE(cg.find("dims(P, 2, 0)"), std::string::npos) << cg;
+  const b::Feature f(cg, {"P", "rank", "N"}, true);
+  for (int rank = 0; rank < 32; ++rank)
+    EXPECT_EQ(f.eval({{"P", 32}, {"rank", rank}, {"N", 64}}), partner(32, rank)) << cg << " rank " << rank;
+
+  // the neighbour at offset (+1, 0, -1) on MPI_Dims_create(P, 3): 12 = 3 x 2 x 2, 18 = 3 x 3 x 2
+  std::vector<b::Sample> n3;
+  for (const auto& [P, d] : std::vector<std::pair<int, std::vector<int>>>{{12, {3, 2, 2}}, {18, {3, 3, 2}}})
+    for (int rank = 0; rank < P; ++rank) {
+      const int c0 = rank / (d[1] * d[2]), c1 = rank / d[2] % d[1], c2 = rank % d[2];
+      if (c0 + 1 < d[0] && c2 > 0) n3.push_back({{{"P", P}, {"rank", rank}}, static_cast<double>((c0 + 1) * d[1] * d[2] + c1 * d[2] + c2 - 1), "run"});
+    }
+  // at 12 and 18 this neighbour is also rank + dims(P, 2, 0) - 1 (4 x 3, 6 x 3): reported, not hidden
+  std::string other;
+  const std::string flat = b::grid_rank_fit(n3, {}, &other);
+  EXPECT_EQ(flat, "rank + dims(P, 2, 0) - 1");
+  EXPECT_FALSE(other.empty());  // the first later form that differs somewhere (here rank + Px + 1)
+  EXPECT_NE(other, flat);
+  // a run at 48 = 4 x 4 x 3 (dims(48, 2) = 8 x 6) decides for the 3-D grid
+  for (int rank = 0; rank < 48; ++rank) {
+    const int c0 = rank / 12, c1 = rank / 3 % 4, c2 = rank % 3;
+    if (c0 + 1 < 4 && c2 > 0) n3.push_back({{{"P", 48}, {"rank", rank}}, static_cast<double>((c0 + 1) * 12 + c1 * 3 + c2 - 1), "run"});
+  }
+  const std::string cube = b::grid_rank_fit(n3, {});
+  EXPECT_NE(cube.find("cart_rank(cart_coord(rank, 0, dims(P, 3, 0), dims(P, 3, 1), dims(P, 3, 2)) + 1"), std::string::npos) << cube;
+  const b::Feature g(cube, {"P", "rank"}, true);
+  EXPECT_EQ(g.eval({{"P", 64}, {"rank", 1}}), 16 + 0);  // 4 x 4 x 4: (0, 0, 1) -> (1, 0, 0)
+
+  std::vector<b::Sample> scattered;
+  for (int rank = 0; rank < 8; ++rank) scattered.push_back({{{"P", 8}, {"rank", rank}}, static_cast<double>((rank * 5 + 3) % 8), "run"});
+  EXPECT_EQ(b::grid_rank_fit(scattered, {}), "");
+}
+
 }  // namespace

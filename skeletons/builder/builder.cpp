@@ -454,6 +454,14 @@ class Builder {
     // communicators and topologies (trace format v4): declarations, and calls' ranks relative to them
     for (const RunInfo& r : runs_) topo_runs_.push_back({r.run, r.vars, r.name});
     topo_ = std::make_unique<Topology>(topo_runs_, params_);
+    // the dimensions of the grids the program made: where membership needs a grid, those come first
+    std::set<int> nd;
+    for (const RunInfo& r : runs_)
+      for (const trace::RankTrace& t : r.run->ranks)
+        for (const trace::Event& e : t.events)
+          if (e.kind == Kind::DIMS_CREATE || e.kind == Kind::CART_CREATE)
+            if (const trace::CommArgs* a = t.args_of(e); a && !a->dims.empty()) nd.insert(static_cast<int>(a->dims.size()));
+    predicate_options_.grid_ndims.assign(nd.begin(), nd.end());
   }
 
   BuildResult result;
@@ -614,6 +622,7 @@ class Builder {
   std::vector<std::vector<std::size_t>> shapes_;        // shape -> member indices
   std::map<std::uint64_t, std::string> request_names_;  // waited isend/irecv site -> name
   std::map<std::vector<bool>, std::string> predicates_; // member set -> condition
+  PredicateOptions predicate_options_;                   // the grids the program made (grid_ndims)
   std::map<std::uint64_t, std::string> site_phase_;      // call site -> phase name
   std::string last_request_phase_;                       // phase of the last isend/irecv emitted
   bool fixed_params_ = false;                            // some fit met a parameter that never varied
@@ -695,7 +704,7 @@ class Builder {
                 l.member[static_cast<std::size_t>(rank)] = true;
           labels.push_back(std::move(l));
         }
-        const GroupPredicate g = find_group_predicate(labels);
+        const GroupPredicate g = find_group_predicate(labels, predicate_options_);
         if (g.found) {
           j[list] = g.text;
           if (!g.alternatives.empty())
@@ -1143,7 +1152,7 @@ class Builder {
   std::string condition(const std::vector<bool>& in, const std::string& where) {
     if (auto it = predicates_.find(in); it != predicates_.end()) return it->second;
     const std::vector<RunLabels> labels = labels_of(in);
-    GroupPredicate g = find_group_predicate(labels);
+    GroupPredicate g = find_group_predicate(labels, predicate_options_);
     if (!g.found) {
       std::string per_run;
       for (std::size_t i = 0; i < runs_.size(); ++i)
@@ -1220,6 +1229,15 @@ class Builder {
       // other integer (peers, roots, tags, sizes the program computes) is written per traced run and refused
       // elsewhere (per_run_int): a least-squares polynomial of a rank is never a peer.
       const std::string fname = field;
+      // a neighbour or transpose partner on a grid the program computes itself (no topology call traced)
+      if (fname == "peer" && allow_rank)
+        if (std::string other, g = grid_rank_fit(samples, params_, &other); !g.empty()) {
+          fits[field] = {{"expr", g}, {"form", "grid"}};
+          if (!other.empty())
+            result.ambiguities.push_back(where + "/" + field + ": \"" + g + "\" fits every run, and so does \"" + other +
+                                         "\" (another grid); a run at another P would tell them apart");
+          return g;
+        }
       if (sizes_are_statistics && fname != "peer" && fname != "root" && fname != "tag") {
         fo.integer = false;
         f = fit_quantity(samples, params_, fo);

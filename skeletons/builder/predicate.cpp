@@ -101,8 +101,12 @@ bool compare(double a, Op op, double b) {
 }
 
 // Which scale terms a rank term is compared with: bounded terms only with what can matter to them.
-enum class RankKind { ANY, REVERSE, X, Y, BIT, OTHER };
-enum ScaleUse : unsigned { FOR_ANY = 1, FOR_REVERSE = 2, FOR_X = 4, FOR_Y = 8, FOR_BIT = 16, FOR_OTHER = 32 };
+// Z is the third coordinate of a 3-D grid; DIAG the block diagonal of a non-square 2-D grid (compared
+// with 0 only); SIDE a grid side compared with another (a condition on P alone, such as "not square").
+enum class RankKind { ANY, REVERSE, X, Y, Z, BIT, DIAG, SIDE, OTHER };
+enum ScaleUse : unsigned {
+  FOR_ANY = 1, FOR_REVERSE = 2, FOR_X = 4, FOR_Y = 8, FOR_BIT = 16, FOR_OTHER = 32, FOR_Z = 64, FOR_DIAG = 128, FOR_SIDE = 256
+};
 enum class OpSet { ALL, CONSTANT, MINUS_ONE };  // constants: == != > <; q-1 next to q: == != < >=
 
 struct RankTerm {
@@ -126,34 +130,84 @@ struct Atom {
   std::string text;
 };
 
+// A process grid other than the builder's Px x Py, tried when no predicate fits on that one: the
+// coordinates of a rank (expressions of rank and P), the sides (expressions of P), optionally the block
+// diagonal of a non-square 2-D grid (NPB CG: the ranks whose transpose partner is themselves).
+struct GridVocabulary {
+  std::string label;                  // for messages
+  std::vector<std::string> coords;    // coordinate d of rank, d = 0, 1(, 2)
+  std::vector<std::string> sides;     // side d
+  std::string diag;                   // "" when none
+};
+
+const std::vector<GridVocabulary>& grid_vocabularies() {
+  static const std::vector<GridVocabulary> grids = [] {
+    const std::string a = "dims(P, 2, 0)", b = "dims(P, 2, 1)";
+    std::vector<GridVocabulary> g;
+    // NPB LU and CG: the longer side (2^ceil(k/2) for P = 2^k, = MPI_Dims_create(P, 2)[0]) varies fastest.
+    g.push_back({"x = rank % " + a + ", y = floor(rank / " + a + ") on the " + a + " x " + b + " grid",
+                 {"rank % " + a, "floor(rank / " + a + ")"},
+                 {a, b},
+                 "floor((rank % " + a + ") / (" + a + " / " + b + ")) - floor(rank / " + a + ")"});
+    // MPI_Cart_create of MPI_Dims_create(P, 2) (row-major: the last coordinate varies fastest); also
+    // codes that factor P themselves with the largest divisor of P up to sqrt(P) (= dims(P, 2, 1)).
+    g.push_back({"cart_coord(rank, d, " + a + ", " + b + ", 1), d = 0, 1",
+                 {"floor(rank / " + b + ")", "rank % " + b},
+                 {a, b},
+                 ""});
+    // MPI_Cart_create of MPI_Dims_create(P, 3), cubes of ranks included.
+    GridVocabulary three{"cart_coord(rank, d, dims(P, 3, 0), dims(P, 3, 1), dims(P, 3, 2)), d = 0, 1, 2", {}, {}, ""};
+    for (int d = 0; d < 3; ++d) {
+      three.coords.push_back("cart_coord(rank, " + std::to_string(d) + ", dims(P, 3, 0), dims(P, 3, 1), dims(P, 3, 2))");
+      three.sides.push_back("dims(P, 3, " + std::to_string(d) + ")");
+    }
+    g.push_back(three);
+    return g;
+  }();
+  return grids;
+}
+
 // Costs approximate how much a reader must parse, with the grid sides counted as one name each (a
 // skeleton names them Px, Py); small constants other than 0 and 1 cost more because at small P they
 // are often coincidences of scale.
 class Vocabulary {
  public:
-  explicit Vocabulary(const std::vector<std::string>& params) {
+  explicit Vocabulary(const std::vector<std::string>& params, const GridVocabulary* grid = nullptr) {
     std::vector<std::string> names{"P", "rank"};
     names.insert(names.end(), params.begin(), params.end());
     const std::string px = GRID_PX, py = GRID_PY;
-    for (auto& f : rank_features(params)) {
-      const std::string& t = f.text();
-      RankKind kind = RankKind::OTHER;
-      double cost = 6;
-      if (t == "rank") kind = RankKind::ANY, cost = 1;
-      else if (t == "P-1-rank") kind = RankKind::REVERSE, cost = 6;
-      else if (t == "rank % " + px) kind = RankKind::X, cost = 3;
-      else if (t == "floor(rank / " + px + ")") kind = RankKind::Y, cost = 3;
-      else if (t == "rank % 2") kind = RankKind::BIT, cost = 3;
-      else if (t.ends_with("% 2")) kind = RankKind::BIT, cost = 7;  // checkerboard colour
-      for (const auto& u : f.uses())
-        if (u != "P" && u != "rank") rank_reads_params_ = true;
-      rank.push_back({std::move(f), cost, kind});
+    if (grid == nullptr) {
+      for (auto& f : rank_features(params)) {
+        const std::string& t = f.text();
+        RankKind kind = RankKind::OTHER;
+        double cost = 6;
+        if (t == "rank") kind = RankKind::ANY, cost = 1;
+        else if (t == "P-1-rank") kind = RankKind::REVERSE, cost = 6;
+        else if (t == "rank % " + px) kind = RankKind::X, cost = 3;
+        else if (t == "floor(rank / " + px + ")") kind = RankKind::Y, cost = 3;
+        else if (t == "rank % 2") kind = RankKind::BIT, cost = 3;
+        else if (t.ends_with("% 2")) kind = RankKind::BIT, cost = 7;  // checkerboard colour
+        for (const auto& u : f.uses())
+          if (u != "P" && u != "rank") rank_reads_params_ = true;
+        rank.push_back({std::move(f), cost, kind});
+      }
+    } else {
+      auto add_rank = [&](const std::string& text, double cost, RankKind kind) {
+        rank.push_back({Feature(text, names, true), cost, kind});
+      };
+      add_rank("rank", 1, RankKind::ANY);
+      add_rank("P-1-rank", 6, RankKind::REVERSE);
+      constexpr RankKind COORD[] = {RankKind::X, RankKind::Y, RankKind::Z};
+      for (std::size_t d = 0; d < grid->coords.size() && d < 3; ++d) add_rank(grid->coords[d], 3, COORD[d]);
+      add_rank("rank % 2", 3, RankKind::BIT);
+      if (!grid->diag.empty()) add_rank(grid->diag, 7, RankKind::DIAG);
+      if (grid->sides.size() == 2) add_rank(grid->sides[0], 4, RankKind::SIDE);
     }
-    const unsigned all = FOR_ANY | FOR_REVERSE | FOR_X | FOR_Y | FOR_OTHER;
+    const unsigned all = FOR_ANY | FOR_REVERSE | FOR_X | FOR_Y | FOR_Z | FOR_OTHER;
     auto add = [&](const std::string& text, double cost, unsigned use, OpSet ops) {
       scale.push_back({Feature(text, names, true), cost, use, ops});
     };
-    add("0", 1, all | FOR_BIT, OpSet::CONSTANT);
+    add("0", 1, all | FOR_BIT | FOR_DIAG, OpSet::CONSTANT);
     add("1", 1.25, all | FOR_BIT, OpSet::CONSTANT);
     add("2", 4.25, all, OpSet::CONSTANT);
     add("3", 4.5, all, OpSet::CONSTANT);
@@ -161,12 +215,20 @@ class Vocabulary {
     add("P - 1", 3, FOR_ANY, OpSet::MINUS_ONE);
     add("P/2", 3, FOR_ANY, OpSet::ALL);
     add("P/2 - 1", 5, FOR_ANY, OpSet::MINUS_ONE);
-    add(px, 2, FOR_ANY | FOR_REVERSE, OpSet::ALL);
-    add(px + " - 1", 4, FOR_ANY | FOR_REVERSE | FOR_X, OpSet::MINUS_ONE);
-    add(py, 2, FOR_ANY, OpSet::ALL);
-    add(py + " - 1", 4, FOR_ANY | FOR_Y, OpSet::MINUS_ONE);
-    add("floor(sqrt(P))", 4, FOR_ANY, OpSet::ALL);
-    for (const auto& p : params) add(p, 1.5, FOR_ANY | FOR_REVERSE | FOR_X | FOR_Y, OpSet::ALL);
+    if (grid == nullptr) {
+      add(px, 2, FOR_ANY | FOR_REVERSE, OpSet::ALL);
+      add(px + " - 1", 4, FOR_ANY | FOR_REVERSE | FOR_X, OpSet::MINUS_ONE);
+      add(py, 2, FOR_ANY, OpSet::ALL);
+      add(py + " - 1", 4, FOR_ANY | FOR_Y, OpSet::MINUS_ONE);
+      add("floor(sqrt(P))", 4, FOR_ANY, OpSet::ALL);
+    } else {
+      constexpr unsigned COORD_USE[] = {FOR_X, FOR_Y, FOR_Z};
+      for (std::size_t d = 0; d < grid->sides.size() && d < 3; ++d) {
+        add(grid->sides[d], 2, FOR_ANY | (d == 1 && grid->sides.size() == 2 ? FOR_SIDE : 0U), OpSet::ALL);
+        add(grid->sides[d] + " - 1", 4, FOR_ANY | COORD_USE[d], OpSet::MINUS_ONE);
+      }
+    }
+    for (const auto& p : params) add(p, 1.5, FOR_ANY | FOR_REVERSE | FOR_X | FOR_Y | FOR_Z, OpSet::ALL);
 
     // Atoms in canonical order: by rank term, then lower bounds before upper bounds, then scale term.
     for (int r = 0; r < static_cast<int>(rank.size()); ++r) {
@@ -174,6 +236,8 @@ class Vocabulary {
       for (int o = 0; o < 6; ++o) {
         const Op op = static_cast<Op>(o);
         if (rank[r].kind == RankKind::BIT && op != Op::EQ) continue;
+        if (rank[r].kind == RankKind::DIAG && op != Op::EQ && op != Op::NE) continue;
+        if (rank[r].kind == RankKind::SIDE && op != Op::EQ && op != Op::NE && op != Op::GT) continue;
         for (int q = 0; q < static_cast<int>(scale.size()); ++q) {
           const ScaleTerm& s = scale[q];
           if (!(s.use & need)) continue;
@@ -199,7 +263,10 @@ class Vocabulary {
       case RankKind::REVERSE: return FOR_REVERSE;
       case RankKind::X: return FOR_X;
       case RankKind::Y: return FOR_Y;
+      case RankKind::Z: return FOR_Z;
       case RankKind::BIT: return FOR_BIT;
+      case RankKind::DIAG: return FOR_DIAG;
+      case RankKind::SIDE: return FOR_SIDE;
       case RankKind::OTHER: return FOR_OTHER;
     }
     return 0;
@@ -720,9 +787,9 @@ std::optional<PartitionViolation> check_partition(const std::vector<std::string>
   return std::nullopt;
 }
 
-GroupPredicate find_group_predicate(const std::vector<RunLabels>& runs, const PredicateOptions& options) {
-  const std::vector<std::string> params = validate(runs);
-  const Vocabulary vocab(params);
+namespace {
+
+GroupPredicate search_with(const Vocabulary& vocab, const std::vector<RunLabels>& runs, const PredicateOptions& options) {
   std::vector<Vars> points;
   for (const auto& r : runs) points.push_back(r.vars);
   Seen seen{vocab, evaluate(vocab, points), {}, {}, {}, {}};
@@ -912,6 +979,74 @@ GroupPredicate find_group_predicate(const std::vector<RunLabels>& runs, const Pr
   out.message += std::count(standing.begin(), standing.end(), true) == 0 ? " would tell them all apart"
                                                                           : " would tell most of them apart";
   return out;
+}
+
+}  // namespace
+
+GroupPredicate find_group_predicate(const std::vector<RunLabels>& runs, const PredicateOptions& options) {
+  const std::vector<std::string> params = validate(runs);
+  GroupPredicate first = search_with(Vocabulary(params), runs, options);
+  if (!first.found && first.message.find("no predicate fits") == std::string::npos) return first;  // no member
+  // The same search on the grids of MPI_Dims_create (and the codes that factor P the same way). Several may
+  // fit the traced runs (at P = 8, 12, 18, 27 a face of MPI_Dims_create(P, 3)'s grid is a row band of
+  // MPI_Dims_create(P, 2)'s; at P = 4, 8, 16 a coincidence of Px x Py such as "P-1-rank > 3" with an edge of
+  // NPB LU's grid): the fewest atoms win, then a grid of the dimensions the program made, then Px x Py, then
+  // the fixed order; the others are alternatives where they select other ranks at an unseen run.
+  struct Fit {
+    GroupPredicate g;
+    int ndims;       // 0: Px x Py
+  };
+  std::vector<Fit> fits;
+  if (first.found) fits.push_back({first, 0});
+  std::string tried;
+  for (const GridVocabulary& grid : grid_vocabularies()) {
+    GroupPredicate g = search_with(Vocabulary(params, &grid), runs, options);
+    if (g.found) fits.push_back({std::move(g), static_cast<int>(grid.coords.size())});
+    else tried += (tried.empty() ? "" : "; ") + grid.label;
+  }
+  if (!fits.empty()) {
+    const auto& nd = options.grid_ndims;
+    auto key = [&](const Fit& f) {
+      const std::string& t = f.g.text;
+      const auto atoms = std::count(t.begin(), t.end(), '&') / 2 + std::count(t.begin(), t.end(), '|') / 2 + 1;
+      const bool made = f.ndims == 0 ? nd.empty() || std::find(nd.begin(), nd.end(), 2) != nd.end()
+                                     : std::find(nd.begin(), nd.end(), f.ndims) != nd.end();
+      return std::make_tuple(atoms, made ? 0 : 1, f.ndims == 0 ? 0 : 1);
+    };
+    std::stable_sort(fits.begin(), fits.end(), [&](const Fit& x, const Fit& y) { return key(x) < key(y); });
+    // Px x Py as good as any grid: the builder's results (and ambiguities) as without the grids
+    if (fits.front().ndims == 0) return first;
+    GroupPredicate best = std::move(fits.front().g);
+    const std::vector<Vars> probes = probe_points(runs, options.max_probe_P);
+    for (std::size_t i = 1; i < fits.size(); ++i) {
+      const std::string& other = fits[i].g.text;
+      for (const Vars& at : probes)
+        if (predicate_members(other, at) != predicate_members(best.text, at)) {
+          Alternative alt{other, at, std::nullopt};
+          for (const Vars& q : probes)
+            if (is_pow2(ranks_of(q)) && predicate_members(other, q) != predicate_members(best.text, q)) {
+              alt.differs_at_pow2 = q;
+              break;
+            }
+          if (!best.resolve_at || ranks_of(at) < ranks_of(*best.resolve_at)) best.resolve_at = at;
+          if (std::none_of(best.resolve_runs.begin(), best.resolve_runs.end(), [&](const Vars& v) {
+                return predicate_members(other, v) != predicate_members(best.text, v);
+              }))
+            best.resolve_runs.push_back(alt.differs_at_pow2 ? *alt.differs_at_pow2 : at);
+          best.message = (best.message.empty() ? "ambiguous: " : best.message + "; ") + "on another grid '" + other +
+                         "' fits every run too but differs at " + describe_vars(at);
+          best.alternatives.insert(best.alternatives.begin(), std::move(alt));
+          break;
+        }
+    }
+    if (best.alternatives.size() > options.max_alternatives) best.alternatives.resize(options.max_alternatives);
+    return best;
+  }
+  const std::size_t members = first.message.find("Members per run: ");
+  first.message.insert(members == std::string::npos ? first.message.size() : members,
+                       "Nor with the coordinates and sides of these grids in place of x, y, Px, Py (with the block "
+                       "diagonal of the first and a side compared with the other): " + tried + ". ");
+  return first;
 }
 
 }  // namespace mksim::skeletons::builder

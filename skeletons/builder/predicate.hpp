@@ -26,6 +26,9 @@ struct PredicateOptions {
   std::size_t max_alternatives = 8;   ///< alternatives reported
   std::size_t max_nodes = 200'000;    ///< search nodes per exact cover search
   double max_probe_P = 0;             ///< largest unseen P probed for disagreements; 0: max(256, 4 x largest P)
+  /// Dimensions of the process grids the program made (MPI_Dims_create, MPI_Cart_create: 2, 3): where the
+  /// Px x Py vocabulary fits nothing and grids of several dimensions fit, those come first.
+  std::vector<int> grid_ndims;
 };
 
 /** @brief Another predicate that fits every run but differs from the chosen one at some unseen run. */
@@ -47,7 +50,12 @@ struct GroupPredicate {
   std::string message;                     ///< why nothing was found, or the ambiguity; "" when unique
 };
 
-/** @brief Finds the predicate of one group. Atoms compare a rank feature (rank, P-1-rank, x, y of the
+/** @brief Finds the predicate of one group. When nothing fits, the same search runs with the coordinates
+ *  and sides of the grids of MPI_Dims_create(P, 2) (the longer side varying fastest, as NPB LU and CG
+ *  number ranks, with the block diagonal of a non-square grid; or row-major, as MPI_Cart_create) and of
+ *  MPI_Dims_create(P, 3) (cart_coord), and a side compared with the other (a non-square grid) in place
+ *  of x, y, Px, Py; of the grids that fit, those of options.grid_ndims first, then the simplest, the
+ *  others reported as alternatives where they differ at unseen runs. Atoms compare a rank feature (rank, P-1-rank, x, y of the
  *  Px x Py grid, rank % 2, checkerboard colour) with a scale quantity (0..3, P, P-1, P/2, P/2-1, Px,
  *  Px-1, Py, Py-1, floor(sqrt(P)), each parameter); the result is a minimum conjunction of atoms, or a
  *  disjunction of two, the cheapest by a readability cost. Alternatives are the other fitting

@@ -41,6 +41,91 @@ bool has_decimal_literal(const std::string& text) {
   return false;
 }
 
+std::string grid_rank_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params, std::string* other) {
+  if (other) other->clear();
+  if (samples.empty() || !samples.front().vars.count("rank")) return "";
+  std::vector<std::string> names{"P", "rank"};
+  for (const std::string& p : params) names.push_back(p);
+  std::vector<std::string> cands;
+  // 2-D grids as (fast side, slow side): rank = x + fast * y
+  const std::string a = "dims(P, 2, 0)", b = "dims(P, 2, 1)";
+  const std::vector<std::pair<std::string, std::string>> grids2{{a, b}, {b, a}, {GRID_PX, GRID_PY}};
+  for (const auto& [fast, slow] : grids2) {
+    const std::string x = "rank % " + fast, y = "floor(rank / " + fast + ")";
+    // the transpose partner on a grid fast x slow with fast >= slow (NPB CG): ratio = fast / slow,
+    // partner = (x / ratio) fast + ratio y + x % ratio
+    const std::string ratio = "(" + fast + " / " + slow + ")";
+    cands.push_back("floor((" + x + ") / " + ratio + ") * " + fast + " + " + ratio + " * " + y + " + (" + x + ") % " + ratio);
+    // neighbours along the slow side need the side in the expression (rank +- fast); along the fast side
+    // rank +- 1 and the diagonals are found by the builder's own search
+    // a call that several sweep directions share (Sweep3D's octants folded into one node): the neighbour
+    // inward from the edge the rank is on, outward elsewhere
+    cands.push_back("if(" + x + " == 0, rank + 1, rank - 1)");
+    cands.push_back("if(" + x + " == " + fast + " - 1, rank - 1, rank + 1)");
+    cands.push_back("if(" + y + " == 0, rank + " + fast + ", rank - " + fast + ")");
+    cands.push_back("if(" + y + " == " + slow + " - 1, rank - " + fast + ", rank + " + fast + ")");
+    for (int dy : {-1, 1})
+      for (int dx : {-1, 0, 1}) {
+        std::string e = "rank " + std::string(dy < 0 ? "- " : "+ ") + fast;
+        if (dx) e += dx < 0 ? " - 1" : " + 1";
+        cands.push_back(e);
+      }
+  }
+  // MPI_Dims_create(P, 3)'s grid, not periodic, then periodic (NPB MG)
+  const std::string d3 = "dims(P, 3, 0), dims(P, 3, 1), dims(P, 3, 2)";
+  for (const bool periodic : {false, true})
+    for (int o0 = -1; o0 <= 1; ++o0)
+      for (int o1 = -1; o1 <= 1; ++o1)
+        for (int o2 = -1; o2 <= 1; ++o2) {
+          if (!o0 && !o1 && !o2) continue;
+          const int off[] = {o0, o1, o2};
+          std::string e = "cart_rank(";
+          for (int d = 0; d < 3; ++d) {
+            const std::string c = "cart_coord(rank, " + std::to_string(d) + ", " + d3 + ")";
+            const std::string n = "dims(P, 3, " + std::to_string(d) + ")";
+            if (!off[d]) e += c;
+            else if (!periodic) e += c + (off[d] < 0 ? " - 1" : " + 1");
+            else e += "(" + c + (off[d] < 0 ? " + " + n + " - 1" : " + 1") + ") % " + n;
+            e += ", ";
+          }
+          cands.push_back(e + d3 + ")");
+        }
+  std::string chosen;
+  std::unique_ptr<Feature> first;
+  for (const std::string& text : cands) {
+    auto f = std::make_unique<Feature>(text, names, true);
+    bool all = true;
+    for (const Sample& x : samples)
+      if (f->eval(x.vars) != x.value) {
+        all = false;
+        break;
+      }
+    if (!all) continue;
+    if (chosen.empty()) {
+      chosen = text;
+      first = std::move(f);
+      if (!other) break;
+      continue;
+    }
+    Vars v = samples.front().vars;
+    bool differs = false;
+    for (const double P : {32.0, 48.0, 64.0, 96.0, 128.0}) {
+      v["P"] = P;
+      for (int r = 0; r < static_cast<int>(P) && !differs; ++r) {
+        v["rank"] = r;
+        const double a = first->eval(v), b = f->eval(v);
+        differs = a != b && (a >= 0 || b >= 0);  // both outside the grid: the same (no such neighbour)
+      }
+      if (differs) break;
+    }
+    if (differs) {
+      *other = text;
+      break;
+    }
+  }
+  return chosen;
+}
+
 std::string decomposition_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params) {
   if (samples.empty()) return "";
   for (const Sample& x : samples)

@@ -89,6 +89,17 @@ bool has_decimal_literal(const std::string& text);
  *  fraction p/q with q <= 64; "" when none reproduces every sample. Never negative. */
 std::string decomposition_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params);
 
+/** @brief A peer of a program that numbers its ranks on a grid it computes itself (no topology call
+ *  traced: SimGrid TI traces, codes that factor P): a neighbour at offsets (-1..1 per dimension, not
+ *  periodic) or the transpose partner of a non-square 2-D grid (NPB CG), on the grids of MPI_Dims_create(P,
+ *  2) (the longer side varying fastest, or row-major), of MPI_Dims_create(P, 3) (cart_rank/cart_coord) and
+ *  the power-of-two Px x Py grid; the first that reproduces every sample exactly, "" when none does.
+ *  Forms can coincide at the traced P (a 3-D neighbour is `rank + dims(P, 2, 0) - 1` at P = 8, 12, 18, 27):
+ *  `other`, when given, gets the first later form that fits too but names another rank at some P of 32,
+ *  48, 64, 96, 128 (with the first sample's parameters), "" when there is none. */
+std::string grid_rank_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params,
+                          std::string* other = nullptr);
+
 /** @brief `rank` and `P` in an expression replaced (whole words) by `rank_to` and `size_to`. */
 std::string rename_rank_and_size(const std::string& text, const std::string& rank_to, const std::string& size_to);
 
