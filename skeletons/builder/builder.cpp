@@ -614,6 +614,11 @@ class Builder {
     const std::string text = topo_->fit_rank(
         decl, obs, [&](const std::vector<Sample>& s, const std::string& w, const char* f, bool r) { return fit_int(s, w, fits, f, r); },
         at, field, exact, note);
+    if (text.empty()) {  // no form on the communicator: the world rank's fit, said
+      result.warnings.push_back(at + "/" + field + ": " + (note.empty() ? std::string("no form on its communicator fits") : note) +
+                                "; fitted as a world rank");
+      return field == std::string("root") ? fit_int(samples(u, get), at, fits, field, false) : fit_call_int(u, get, at, fits, field);
+    }
     if (!note.empty()) result.ambiguities.push_back(at + "/" + field + ": " + note);
     return text;
   }
