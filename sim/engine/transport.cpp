@@ -77,7 +77,6 @@ void restore_interrupt_handler() { sigaction(SIGINT, &g_previous_sigint, nullptr
 Transport::Transport(int P, const MachineParams& m, Naming naming)
     : P_(P), m_(m), naming_(std::move(naming)), ranks_(P), hosts_(P), armed_(INFINITY) {
   active_ = P;
-  for (auto& rs : ranks_) rs.sem = sg4::Semaphore::create(0);  // before any rank runs: others may wake it
   // Transfer ends come from the network model itself (no comm, no actor waits for them). NetworkAction is not
   // in SimGrid's public headers; it derives from kernel::resource::Action alone, which is all we read.
   static bool connected = false;
@@ -105,6 +104,7 @@ Transport::~Transport() {
 }
 
 void Transport::set_actor(int r, const sg4::ActorPtr& actor) {
+  ranks_[r].actor = actor;
   hosts_[r] = actor->get_host();
   if (!net_) net_ = hosts_[r]->get_netpoint()->get_englobing_zone()->get_network_model().get();  // as CommImpl::start
 }
@@ -310,8 +310,8 @@ ReqPtr Transport::post_recv(int me, int src, int tag, std::uint32_t ctx, double 
   return req;
 }
 
-/** @brief Blocks the rank until woken (or until a release left over from earlier); its clock catches up
- *  with the engine's. `q` (or the measured collective `in_measured`) is what it waits for, for deadlock
+/** @brief Blocks the rank until woken: its actor suspends itself (one simcall, no activity), wake() resumes
+ *  it. Its clock catches up with the engine's. `q` (or the measured collective `in_measured`) is what it waits for, for deadlock
  *  reports. */
 void Transport::block(int me, const Request* q, const char* in_measured) {
   Rank& rs = ranks_[me];
@@ -321,8 +321,8 @@ void Transport::block(int me, const Request* q, const char* in_measured) {
   --active_;
   check_deadlock();
   check_abort();  // a deadlock found just now aborts this rank too
-  rs.sem->acquire();
-  if (rs.blocked) {  // a release left over from earlier, not a wake(): count ourselves back
+  sg4::this_actor::suspend();
+  if (rs.blocked) {  // resumed by something other than wake(): count ourselves back
     rs.blocked = false;
     ++active_;
   }
@@ -377,7 +377,7 @@ void Transport::wake(int r) {
   if (rs.blocked) {
     rs.blocked = false;
     ++active_;
-    rs.sem->release();
+    rs.actor->resume();  // in maestro: puts the actor back on the run list
   }
 }
 

@@ -143,11 +143,11 @@ class Transport {
   };
   struct Rank {
     double lt = 0;                      // the rank's own time
-    simgrid::s4u::SemaphorePtr sem;     // where it blocks
+    simgrid::s4u::ActorPtr actor;       // suspends itself to block, resumed by wake()
     std::vector<ReqPtr> posted;         // receives waiting for a message
     std::vector<ReqPtr> unexpected;     // messages (eager) or rendezvous sends waiting for a receive
     long pending = 0;                   // its posts not yet processed (their time not reached)
-    bool blocked = false;               // waiting on sem for a partner
+    bool blocked = false;               // suspended, waiting for a partner
     const Request* waiting_for = nullptr;
     const char* in_measured = nullptr;  // waiting for the others in this measured collective
     bool finished = false;              // its program ended
@@ -182,7 +182,7 @@ class Transport {
   std::vector<Rank> ranks_;
   std::vector<simgrid::s4u::Host*> hosts_;  // rank -> its host
   void* net_ = nullptr;                     // the network model (transport.cpp: NetworkModelCalls)
-  int active_ = 0;     // ranks neither finished nor blocked on their semaphore
+  int active_ = 0;     // ranks neither finished nor blocked (suspended)
   long inflight_ = 0;  // transfers started and not finished
   std::unordered_map<const simgrid::kernel::resource::Action*, ReqPtr> transfers_;  // running network action -> its send
   std::vector<simgrid::kernel::resource::Action*> ended_;  // finished actions, freed once the update is over
