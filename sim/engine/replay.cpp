@@ -190,8 +190,6 @@ class ReplayContext final : public P2PLayer {
       tr_.abort_run(e.what());
     }
     rs.times.finish_s = now(r);
-    // Transfers this actor takes part in must end before it does; this happens after finish_s, as
-    // MPI_Finalize would.
     tr_.finish_rank(r);
   }
 
@@ -903,15 +901,6 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
     patterns = phase_patterns(sk, frame, opt.P, machine.patterns);
     ctx.set_block_patterns(patterns.block_pattern, machine.patterns);
   }
-  // Transfer ends come from the network model itself, so no rank waits on a SimGrid comm (a comm waited by
-  // two actors leaks a CPU action in SimGrid 3.32, and one wait simcall per message is saved). NetworkAction
-  // is not in SimGrid's public headers; it derives from kernel::resource::Action alone, which is all we read.
-  sg4::Link::on_communication_state_change_cb(
-      [&ctx](simgrid::kernel::resource::NetworkAction& net_action, simgrid::kernel::resource::Action::State) {
-        const auto& action = reinterpret_cast<const simgrid::kernel::resource::Action&>(net_action);
-        if (action.get_state() == simgrid::kernel::resource::Action::State::FINISHED)
-          ctx.transport().transfer_finished(action.get_activity());
-      });
   for (int r = 0; r < opt.P; ++r)
     ctx.transport().set_actor(r, sg4::Actor::create("rank-" + std::to_string(r), hosts[r], [&ctx, r] { ctx.run_rank(r); }));
   // On a terminal, show progress; Ctrl-C stops the run (it fails: no result is written).

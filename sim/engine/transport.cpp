@@ -4,6 +4,11 @@
 #include "sim/engine/phase_patterns.hpp"
 
 #include <simgrid/kernel/Timer.hpp>
+#include <simgrid/kernel/resource/Model.hpp>
+#include <simgrid/kernel/resource/NetworkModelIntf.hpp>
+#include <simgrid/kernel/routing/NetPoint.hpp>
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
+#include <simgrid/version.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,12 +17,46 @@
 #include <sstream>
 
 namespace sg4 = simgrid::s4u;
+namespace res = simgrid::kernel::resource;
 
 namespace mksim::sim {
+
+namespace simgrid_abi {
+
+#if SIMGRID_VERSION_MAJOR != 3 || SIMGRID_VERSION_MINOR != 32
+#error "transport.cpp calls SimGrid 3.32's NetworkModel::communicate by its place in the class: check NetworkModelCalls against this version's src/kernel/resource/NetworkModel.hpp"
+#endif
+
+/** @brief The virtual functions of SimGrid 3.32's NetworkModel (src/kernel/resource/NetworkModel.hpp, not an
+ *  installed header) in their order of declaration up to communicate(): Model and NetworkModelIntf, then
+ *  create_link, create_wifi_link, communicate. Never instantiated: the engine's network model is called
+ *  through it (the same virtual call a comm makes when it starts, CommImpl::start). Not in an anonymous
+ *  namespace: there, GCC knows no class derives from it and calls communicate() as the pure function it is. */
+class NetworkModelCalls : public res::Model, public res::NetworkModelIntf {
+ public:
+  virtual void* create_link(const std::string& name, const std::vector<double>& bandwidths) = 0;
+  virtual void* create_wifi_link(const std::string& name, const std::vector<double>& bandwidths) = 0;
+  /** @brief A transfer of `size` bytes from src to dst (rate < 0: unbounded), started now. */
+  virtual res::Action* communicate(sg4::Host* src, sg4::Host* dst, double size, double rate) = 0;
+};
+
+/** @brief The network action a comm from src to dst of `size` bytes would run. (UBSan's vptr check would see
+ *  NetworkCm02Model where NetworkModelCalls is named: the call itself is the one SimGrid makes.) */
+__attribute__((no_sanitize("vptr"))) static res::Action* start_transfer(void* net, sg4::Host* src, sg4::Host* dst, double size) {
+  auto* model = static_cast<NetworkModelCalls*>(net);
+  res::Action* a = model->communicate(src, dst, size, -1.0);
+  if (a == nullptr || a->get_model() != static_cast<res::Model*>(model) || a->get_cost() != size)
+    throw std::logic_error("SimGrid's network model did not return the transfer asked for (SimGrid not 3.32?)");
+  return a;
+}
+
+}  // namespace simgrid_abi
 
 namespace {
 
 constexpr int ANY = ANY_PEER_OR_TAG;
+
+Transport* g_transport = nullptr;  // the one whose transfers the network model's signal reports
 
 volatile std::sig_atomic_t g_interrupted = 0;
 extern "C" void on_sigint(int) { g_interrupted = 1; }
@@ -36,13 +75,39 @@ void install_interrupt_handler() {
 void restore_interrupt_handler() { sigaction(SIGINT, &g_previous_sigint, nullptr); }
 
 Transport::Transport(int P, const MachineParams& m, Naming naming)
-    : P_(P), m_(m), naming_(std::move(naming)), ranks_(P), actors_(P), armed_(INFINITY),
-      send_box_(sg4::Mailbox::by_name("mksim-unposted")) {
+    : P_(P), m_(m), naming_(std::move(naming)), ranks_(P), hosts_(P), armed_(INFINITY) {
   active_ = P;
-  for (auto& rs : ranks_) rs.sem = sg4::Semaphore::create(0);  // before any rank runs: others may poke it
+  // Transfer ends come from the network model itself (no comm, no actor waits for them). NetworkAction is not
+  // in SimGrid's public headers; it derives from kernel::resource::Action alone, which is all we read.
+  static bool connected = false;
+  if (!connected) {
+    connected = true;
+    sg4::Link::on_communication_state_change_cb([](res::NetworkAction& net_action, res::Action::State) {
+      auto& action = reinterpret_cast<res::Action&>(net_action);
+      if (g_transport && action.get_state() == res::Action::State::FINISHED) g_transport->transfer_finished(&action);
+    });
+    // A finished action keeps its share of its links until it is freed: free it right after the update that
+    // finished it, where a comm's would be (EngineImpl::handle_ended_actions, CommImpl::post), so that the
+    // next solve sees the same flows.
+    sg4::Engine::on_time_advance_cb([](double) {
+      if (g_transport) g_transport->release_ended();
+    });
+  }
+  g_transport = this;
 }
 
-void Transport::set_actor(int r, sg4::ActorPtr actor) { actors_[r] = std::move(actor); }
+Transport::~Transport() {
+  if (g_transport == this) g_transport = nullptr;
+  release_ended();
+  for (auto& [action, send] : transfers_) const_cast<res::Action*>(action)->unref();  // aborted: still running
+  transfers_.clear();
+}
+
+void Transport::set_actor(int r, const sg4::ActorPtr& actor) {
+  ranks_[r].actor = actor;
+  hosts_[r] = actor->get_host();
+  if (!net_) net_ = hosts_[r]->get_netpoint()->get_englobing_zone()->get_network_model().get();  // as CommImpl::start
+}
 
 std::string Transport::fmt(double v) const {
   char buf[32];
@@ -86,7 +151,6 @@ void Transport::on_timer(double t) {
     } catch (const std::exception& e) {
       abort_run(e.what());
     }
-    if (ranks_[req->owner].draining) poke(req->owner);
   }
   if (!events_.empty()) arm(events_.top().t);
   progress();
@@ -131,43 +195,25 @@ void Transport::launch(const ReqPtr& send) {
   send->match_time = sg4::Engine::get_clock();
   ++inflight_;
   send->started = true;
-  if (!send->put) {  // to oneself (post_send): delivered at once, no network time
+  if (send->local) {  // to oneself (post_send): delivered at once, no network time
     finish(*send);
     if (send->matched_recv) bind(*send, *send->matched_recv);
     return;
   }
-  send->box = acquire_box();
-  send->box->set_receiver(actors_[send->peer]);  // the transfer goes to the destination's host
-  send->put->set_mailbox(send->box);
-  send->put->start();  // the network action starts now
-  transfers_.try_emplace(send->put->get_impl(), send);
-  send->get->set_mailbox(send->box);
-  send->get->set_dst_data(&sink_, sizeof(void*));
-  send->get->start();  // takes the comm out of the mailbox for the sender (it does not stop the transfer)
-  ranks_[send->owner].handles.push_back(send);
+  res::Action* a = simgrid_abi::start_transfer(net_, hosts_[send->owner], hosts_[send->peer], send->wire);
+  if (a->get_state() == res::Action::State::FAILED) {
+    a->unref();
+    throw std::runtime_error(naming_.where(send->owner, send->block) + "transfer to rank " + std::to_string(send->peer) +
+                             " failed at once: a link of its route is off");
+  }
+  transfers_.emplace(a, send);
   if (send->matched_recv) bind(*send, *send->matched_recv);
 }
 
-/** @brief Waits for (and so releases) the transfers of a rank that are over; keeps the others. */
-void Transport::retire(std::vector<ReqPtr>& handles) {
-  std::size_t kept = 0;
-  for (auto& q : handles) {
-    if (q->done) {
-      q->get->wait();  // returns at once; drops the comm from this actor's list
-      q->get = nullptr;
-      q->put = nullptr;
-    } else {
-      handles[kept++] = std::move(q);
-    }
-  }
-  handles.resize(kept);
-}
-
-sg4::Mailbox* Transport::acquire_box() {
-  if (free_boxes_.empty()) return sg4::Mailbox::by_name("mksim-transfer-" + std::to_string(boxes_created_++));
-  sg4::Mailbox* b = free_boxes_.back();
-  free_boxes_.pop_back();
-  return b;
+/** @brief Frees the network actions that finished (after the network model's update that reported them). */
+void Transport::release_ended() {
+  for (res::Action* a : ended_) a->unref();
+  ended_.clear();
 }
 
 /** @brief Gives a matched receive the transfer of its send. */
@@ -191,23 +237,20 @@ void Transport::finish(Request& send) {
   send.done = true;
   send.done_time = sg4::Engine::get_clock();
   --inflight_;
-  if (send.box) free_boxes_.push_back(send.box);  // both sides were posted: the mailbox is empty again
-  send.box = nullptr;
   wake(send.owner);
   if (send.matched_recv) {
     send.matched_recv->done = true;
     send.matched_recv->done_time = send.done_time;
     wake(send.matched_recv->owner);
   }
-  // The sender releases the transfer; if its program has ended, it waits for that.
-  if (ranks_[send.owner].draining) poke(send.owner);
 }
 
-void Transport::transfer_finished(const void* comm_impl) {
-  auto it = transfers_.find(comm_impl);
+void Transport::transfer_finished(res::Action* action) {
+  auto it = transfers_.find(action);
   if (it == transfers_.end()) return;  // not ours, or reported already
   ReqPtr send = std::move(it->second);
   transfers_.erase(it);
+  ended_.push_back(action);
   finish(*send);
   check_deadlock();  // an eager message nobody receives may have been the last thing running
 }
@@ -249,17 +292,14 @@ ReqPtr Transport::post_send(int me, int dst, int tag, std::uint32_t ctx, double 
   // network does not add its own contention to it.
   // A message to oneself is a copy in memory: it crosses no link (the platforms define no loopback route) and
   // needs no SimGrid transfer; launch() completes it at once.
-  if (dst != me) {
-    req->put = send_box_->put_init(req.get(), pattern ? 0 : static_cast<std::uint64_t>(size));
-    req->get = send_box_->get_init();
-  }
+  req->local = dst == me;
+  req->wire = pattern ? 0.0 : static_cast<double>(static_cast<std::uint64_t>(size));  // whole bytes, as a comm's payload
   ++messages_;
   schedule_post(req);  // the transfer starts at the rank's own time
   // The pattern's cost beyond s (paid above) and the receiver's r + o, paid by the sender after the message
   // left: a rank's messages of the phase cost the sum of their rho + beta*D (seed 001 s.4: number of transfers
   // times rho plus beta times the data), as the model's exchange charges them.
   if (pattern) rs.lt += pattern_extra_s(*pattern, size, m_.send_overhead_s, m_.recv_overhead_s, m_.per_message_overhead_s);
-  if (rs.handles.size() > 64) retire(rs.handles);  // a rank that only sends (eager) and computes never waits
   return req;
 }
 
@@ -270,8 +310,8 @@ ReqPtr Transport::post_recv(int me, int src, int tag, std::uint32_t ctx, double 
   return req;
 }
 
-/** @brief Blocks the rank until woken (or until a release left over from earlier); its clock catches up
- *  with the engine's. `q` (or the measured collective `in_measured`) is what it waits for, for deadlock
+/** @brief Blocks the rank until woken: its actor suspends itself (one simcall, no activity), wake() resumes
+ *  it. Its clock catches up with the engine's. `q` (or the measured collective `in_measured`) is what it waits for, for deadlock
  *  reports. */
 void Transport::block(int me, const Request* q, const char* in_measured) {
   Rank& rs = ranks_[me];
@@ -281,8 +321,8 @@ void Transport::block(int me, const Request* q, const char* in_measured) {
   --active_;
   check_deadlock();
   check_abort();  // a deadlock found just now aborts this rank too
-  rs.sem->acquire();
-  if (rs.blocked) {  // a release left over from earlier, not a wake(): count ourselves back
+  sg4::this_actor::suspend();
+  if (rs.blocked) {  // resumed by something other than wake(): count ourselves back
     rs.blocked = false;
     ++active_;
   }
@@ -294,8 +334,6 @@ void Transport::wait(int me, const ReqPtr& req) {
   Rank& rs = ranks_[me];
   while (!(req->done || (req->is_send && req->eager))) {  // an eager send is complete once posted
     check_abort();
-    retire(rs.handles);  // may let others run
-    if (req->done) break;
     block(me, req.get(), nullptr);
   }
   rs.waiting_for = nullptr;
@@ -316,8 +354,6 @@ void Transport::gather(int me, const GatheringKey& key, int n, const char* kind)
   } else {
     gth.waiting.push_back(me);
     while (!gth.complete) {
-      retire(rs.handles);
-      if (gth.complete) break;
       block(me, nullptr, kind);
     }
     rs.in_measured = nullptr;
@@ -331,43 +367,17 @@ void Transport::finish_rank(int r) {
   rs.finished = true;
   --active_;
   check_deadlock();
-  rs.draining = true;
-  for (;;) {
-    retire(rs.handles);
-    if (aborting_ || (rs.pending == 0 && rs.handles.empty())) break;
-    rs.poked = false;
-    rs.sem->acquire();
-  }
-  rs.draining = false;
-  // After an abort some transfers still run: their handles go when the simulation is over (SimGrid
-  // complains about a running comm's handle dropped).
-  for (auto& q : rs.handles) graveyard_.push_back(std::move(q));
-  rs.handles.clear();
   rs.completed = true;
 }
 
 // ---- waking, deadlocks, aborts ----
-
-/** @brief Rank r has something to do at the current simulated time (a transfer to release after its
- *  program ended): wake it if it waits. A running rank does it before it next blocks. */
-void Transport::poke(int r) {
-  Rank& rs = ranks_[r];
-  if (rs.draining && !rs.blocked) {
-    if (!rs.poked) {
-      rs.poked = true;
-      rs.sem->release();
-    }
-  } else {
-    wake(r);
-  }
-}
 
 void Transport::wake(int r) {
   Rank& rs = ranks_[r];
   if (rs.blocked) {
     rs.blocked = false;
     ++active_;
-    rs.sem->release();
+    rs.actor->resume();  // in maestro: puts the actor back on the run list
   }
 }
 
@@ -409,7 +419,7 @@ void Transport::abort_run(const std::string& why) {
   if (error_.empty()) error_ = why;
   if (aborting_) return;
   aborting_ = true;
-  for (int r = 0; r < P_; ++r) poke(r);
+  for (int r = 0; r < P_; ++r) wake(r);
 }
 
 std::string Transport::unmatched_messages() const {

@@ -46,8 +46,8 @@ struct Request {
   int matched_peer = -1; // for receives: the sender of the message matched (diagnosis: who was waited for)
   double post_time = 0;  // the owner's time when it posted the request
   double done_time = 0;  // when the transfer finished (done)
-  simgrid::s4u::Mailbox* box = nullptr;  // private mailbox of this transfer (from a pool), while it runs
-  simgrid::s4u::CommPtr put, get;        // for sends: both sides of the transfer, prepared by the sender's actor
+  bool local = false;    // for sends: to oneself (a copy in memory, no SimGrid transfer)
+  double wire = 0;       // for sends: the bytes the network carries (0 for a message charged a per-pattern figure)
   std::shared_ptr<Request> matched_recv; // for sends: the receive that matched it
 };
 using ReqPtr = std::shared_ptr<Request>;
@@ -67,23 +67,26 @@ struct Naming {
  * A rank never sleeps: compute and overheads advance its own clock (now(r)), which runs ahead of the
  * engine's. A send or receive it posts becomes an event at the rank's time; the events are processed in
  * (time, posting order) by a SimGrid kernel timer, in maestro, where the matching is done and transfers are
- * started, waking nobody. A transfer is a SimGrid mailbox comm whose sides the sender's actor prepared when
- * it posted (put_init, get_init): the put goes to a private mailbox whose permanent receiver is the
- * destination's actor, so SimGrid starts the transfer to the destination's host at once; the get, the
- * sender's too, takes it out of the mailbox again, so that the sender alone holds the comm and releases it
- * with one wait once it is over. (SimGrid's host-to-host comms are detached, and in SimGrid 3.32 the end of
- * each detached comm scans a list of all of them: quadratic at scale; hence mailbox comms.) A rank is
- * scheduled only when it must block (a wait whose request is not complete, a measured collective) and to
- * release its finished transfers. Nobody waits for a transfer's end: transfer_finished() reports it.
+ * started, waking nobody. A transfer is a bare action of SimGrid's network model (the one a comm between the
+ * two hosts would create: same route, latency, bounds and max-min variable, so the same contention), created
+ * in maestro without an s4u comm, a mailbox or a simcall; its end is reported by the network model's
+ * state-change signal (transfer_finished), and the transport releases the action afterwards. No actor owns a
+ * transfer, so a rank is scheduled only when it must block (a wait whose request is not complete, a measured
+ * collective). (SimGrid's host-to-host comms are detached, and in SimGrid 3.32 the end of each detached comm
+ * scans a list of all of them: quadratic at scale; mailbox comms cost two activities and their simcalls.)
  */
 class Transport {
  public:
   /** @brief `m`: the MPI costs the transport charges (overheads, eager threshold, per-regime figures). */
   Transport(int P, const MachineParams& m, Naming naming);
+  /** @brief Releases the network actions still held (an aborted run); call it while the engine exists. */
+  ~Transport();
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
 
   // ---- set-up (before the simulation runs) ----
-  /** @brief The actor of rank r: the receiver of the transfers to r. */
-  void set_actor(int r, simgrid::s4u::ActorPtr actor);
+  /** @brief The actor of rank r: its host is where the transfers to and from r start and end. */
+  void set_actor(int r, const simgrid::s4u::ActorPtr& actor);
   /** @brief Shows progress on stderr (a terminal) with `expected` messages in all (0: unknown). */
   void enable_progress(double expected);
   /** @brief Ends the progress line, if one was shown. */
@@ -107,8 +110,7 @@ class Transport {
   /** @brief A measured collective's rendezvous `key` among `n` ranks: returns when all have arrived, the rank's
    *  clock at the latest arrival. `kind` names it in deadlock reports. */
   void gather(int me, const GatheringKey& key, int n, const char* kind);
-  /** @brief The rank's program ended: its posts are processed and its transfers released before its actor
-   *  ends (SimGrid cancels an exiting actor's comms). */
+  /** @brief The rank's program ended (its posts are processed and its transfers end without its actor). */
   void finish_rank(int r);
   /** @brief Throws Aborted when the run is being aborted. */
   void check_abort() const {
@@ -118,8 +120,10 @@ class Transport {
   void abort_run(const std::string& why);
 
   // ---- from SimGrid (maestro) ----
-  /** @brief A network action changed state. */
-  void transfer_finished(const void* comm_impl);
+  /** @brief A network action finished. */
+  void transfer_finished(simgrid::kernel::resource::Action* action);
+  /** @brief Frees the actions that finished in the network model's last update (maestro, after it). */
+  void release_ended();
 
   // ---- after the simulation ----
   const std::string& error() const { return error_; }
@@ -139,17 +143,14 @@ class Transport {
   };
   struct Rank {
     double lt = 0;                      // the rank's own time
-    simgrid::s4u::SemaphorePtr sem;     // where it blocks
+    simgrid::s4u::ActorPtr actor;       // suspends itself to block, resumed by wake()
     std::vector<ReqPtr> posted;         // receives waiting for a message
     std::vector<ReqPtr> unexpected;     // messages (eager) or rendezvous sends waiting for a receive
-    std::vector<ReqPtr> handles;        // its sends whose transfer started, until released (one wait)
     long pending = 0;                   // its posts not yet processed (their time not reached)
-    bool blocked = false;               // waiting on sem for a partner
+    bool blocked = false;               // suspended, waiting for a partner
     const Request* waiting_for = nullptr;
     const char* in_measured = nullptr;  // waiting for the others in this measured collective
     bool finished = false;              // its program ended
-    bool draining = false;              // releasing its last transfers
-    bool poked = false;                 // released while draining
     bool completed = false;             // the actor reached its end (not killed by SimGrid)
   };
   /** @brief One measured collective under way: who has arrived, who waits, who has left. */
@@ -167,12 +168,9 @@ class Transport {
   void match_send(const ReqPtr& req);
   void match_recv(const ReqPtr& req);
   void launch(const ReqPtr& send);
-  static void retire(std::vector<ReqPtr>& handles);
-  simgrid::s4u::Mailbox* acquire_box();
   void bind(const Request& send, Request& recv);
   void finish(Request& send);
   void block(int me, const Request* q, const char* in_measured);
-  void poke(int r);
   void wake(int r);
   void check_deadlock();
   void progress();
@@ -182,19 +180,16 @@ class Transport {
   MachineParams m_;
   Naming naming_;
   std::vector<Rank> ranks_;
-  std::vector<simgrid::s4u::ActorPtr> actors_;  // rank -> its actor (the receiver of its transfers)
-  int active_ = 0;     // ranks neither finished nor blocked on their semaphore
+  std::vector<simgrid::s4u::Host*> hosts_;  // rank -> its host
+  void* net_ = nullptr;                     // the network model (transport.cpp: NetworkModelCalls)
+  int active_ = 0;     // ranks neither finished nor blocked (suspended)
   long inflight_ = 0;  // transfers started and not finished
-  std::unordered_map<const void*, ReqPtr> transfers_;  // SimGrid comm impl -> its send
+  std::unordered_map<const simgrid::kernel::resource::Action*, ReqPtr> transfers_;  // running network action -> its send
+  std::vector<simgrid::kernel::resource::Action*> ended_;  // finished actions, freed once the update is over
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;  // posts waiting for their time
   std::uint64_t event_seq_ = 0;
   double armed_;                      // earliest time a kernel timer is set for
-  void* sink_ = nullptr;              // where SimGrid "copies" payload pointers (never read)
-  simgrid::s4u::Mailbox* send_box_;   // placeholder mailbox of prepared sides
-  std::vector<simgrid::s4u::Mailbox*> free_boxes_;
-  long boxes_created_ = 0;
   std::map<GatheringKey, Gathering> gatherings_;
-  std::vector<ReqPtr> graveyard_;     // sends still running when their rank ended (abort): their handles
   bool aborting_ = false;
   bool deadlocked_ = false;
   std::string error_;
