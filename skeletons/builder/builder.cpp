@@ -14,6 +14,7 @@
 #include "skeletons/trace/reader.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -1444,6 +1445,152 @@ class Builder {
   }
 
 
+  // The condition on rank that is true on the ranks of `high` among those of `block` in the runs of `use`
+  // (the other ranks of the block are the low group; ranks outside the block may go either way, so both
+  // labellings are searched and the shorter condition kept); "" when none fits.
+  std::pair<std::string, GroupPredicate> split_condition(const std::vector<bool>& high, const std::vector<bool>& block,
+                                                         const std::vector<bool>& use) const {
+    std::vector<bool> with_outside = high;
+    for (std::size_t m = 0; m < members_.size(); ++m)
+      if (!block[m]) with_outside[m] = true;
+    std::pair<std::string, GroupPredicate> best;
+    for (const std::vector<bool>* in : std::array<const std::vector<bool>*, 2>{&high, &with_outside}) {
+      std::vector<RunLabels> all = labels_of(*in), some;
+      for (std::size_t r = 0; r < all.size(); ++r)
+        if (use[r]) some.push_back(std::move(all[r]));
+      if (some.empty()) continue;
+      GroupPredicate g = find_group_predicate(some);
+      if (g.found && (best.first.empty() || g.text.size() < best.first.size())) best = {g.text, std::move(g)};
+    }
+    return best;
+  }
+
+  // The seconds of the compute gap before a union node, pooled over ranks (pool.hpp, issue 17 "Noise"): each
+  // member's durations with outlying iterations trimmed; the ranks of each run averaged (outlying ranks
+  // trimmed) where they agree within the noise of their own iterations; where they differ for real (the
+  // gap before atm2d's north exchange is the step's physics on the last row of black ranks and a few
+  // microseconds on the others), one model per group of ranks, if a condition on rank describes the
+  // groups in every run that shows them. The evidence is the block's fit.pool.
+  std::string fit_compute(const UNode& u, const std::string& where, nlohmann::json& fits) {
+    std::vector<RankDurations> ranks;
+    std::vector<std::size_t> member;  // index into members_, per entry of ranks
+    for (const Occ& o : u.occ)
+      for (std::size_t k = 0; k < o.nodes.size(); ++k) {
+        const std::size_t mi = shapes_[o.shape][k];
+        RankDurations d;
+        d.run = static_cast<std::size_t>(members_[mi].run - runs_.data());
+        d.rank = members_[mi].rank;
+        if (const Node* g = o.gaps[k]) {
+          const Compute& c = std::get<Compute>(g->op);
+          d.n = c.seconds.n;
+          d.first = c.first;
+          if (c.rest.n > 0 && c.rest_sketch.count() > 0) {
+            for (const auto& [v, w] : c.rest_sketch.weighted()) d.rest.emplace_back(v, static_cast<double>(w));
+          } else if (c.rest.n > 0) {
+            d.rest.emplace_back(c.rest.mean(), static_cast<double>(c.rest.n));
+          }
+        }
+        ranks.push_back(std::move(d));
+        member.push_back(mi);
+      }
+    const PoolDecision p = decide_pooling(ranks, runs_.size(), opt_.pool);
+    auto round4 = [](double v) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.4g", v);
+      return std::strtod(buf, nullptr);
+    };
+    std::uint64_t trimmed_durations = 0;
+    for (const RankValue& v : p.values) trimmed_durations += v.trimmed;
+    nlohmann::json ev = {{"ranks", ranks.size()}, {"chi2", round4(p.chi2)}, {"dof", p.dof},
+                         {"chi2_critical", round4(p.chi2_critical)}, {"within_sd", round4(p.within_sd)},
+                         {"between_sd", round4(p.between_sd)}, {"largest_ratio", round4(p.largest_ratio)},
+                         {"trimmed_durations", trimmed_durations}};
+    // the groups: high (by a condition on rank) and low, or one group of every rank
+    std::string cond;
+    std::vector<bool> high(ranks.size(), false);
+    if (p.differ) {
+      std::vector<bool> in(members_.size(), false), block(members_.size(), false);
+      for (std::size_t i = 0; i < ranks.size(); ++i) {
+        block[member[i]] = true;
+        if (p.high[i]) in[member[i]] = true;
+      }
+      auto [text, g] = split_condition(in, block, p.run_split);
+      std::string refused;
+      if (text.empty()) refused = "no condition on rank describes the groups";
+      if (!text.empty()) {  // every run, split or not, by the condition; the groups must keep their order
+        std::map<std::size_t, std::vector<bool>> by_run;
+        for (std::size_t i = 0; i < ranks.size(); ++i) {
+          auto it = by_run.find(ranks[i].run);
+          if (it == by_run.end()) it = by_run.emplace(ranks[i].run, predicate_members(text, runs_[ranks[i].run].vars)).first;
+          high[i] = it->second[static_cast<std::size_t>(ranks[i].rank)];
+        }
+        for (const auto& [run, unused] : by_run) {
+          std::vector<std::pair<double, double>> hi, lo;
+          for (std::size_t i = 0; i < ranks.size(); ++i)
+            if (ranks[i].run == run) (high[i] ? hi : lo).emplace_back(p.values[i].centre, 1.0);
+          if (hi.empty() || lo.empty()) continue;
+          std::sort(hi.begin(), hi.end());
+          std::sort(lo.begin(), lo.end());
+          if (!(weighted_quantile(hi, 0.5) >= std::sqrt(opt_.pool.min_split_ratio) * weighted_quantile(lo, 0.5)))
+            refused = "\"" + text + "\" does not separate the ranks of " + runs_[run].name;
+        }
+        if (refused.empty()) {
+          cond = text;
+          nlohmann::json alts = nlohmann::json::array();
+          for (const auto& a : g.alternatives) alts.push_back(a.text);
+          if (!alts.empty()) ev["alternatives"] = alts;
+        }
+      }
+      if (!refused.empty()) {
+        high.assign(ranks.size(), false);
+        ev["refused_split"] = refused;
+        result.warnings.push_back(where + "/seconds: the ranks' compute differs (x" + fmt_number(round4(p.largest_ratio)) +
+                                  " between ranks of one run) but " + refused + "; the ranks' mean is kept");
+      }
+    }
+    std::size_t trimmed_ranks = 0;
+    auto group_samples = [&](bool want) {
+      std::vector<Sample> out;
+      for (std::size_t run = 0; run < runs_.size(); ++run) {
+        std::vector<double> values;
+        for (std::size_t i = 0; i < ranks.size(); ++i)
+          if (ranks[i].run == run && high[i] == want) values.push_back(p.values[i].value);
+        if (values.empty()) continue;
+        std::size_t t = 0;
+        double v = 0;
+        if (p.differ && cond.empty()) {  // ranks that differ for real are not outliers of each other: their mean
+          for (double x : values) v += x / static_cast<double>(values.size());
+        } else {
+          v = pooled_value(values, opt_.pool, t);
+        }
+        trimmed_ranks += t;
+        Vars vars = runs_[run].vars;
+        vars["rank"] = 0;
+        out.push_back({vars, v, runs_[run].name});
+      }
+      return out;
+    };
+    std::string text;
+    if (cond.empty()) {
+      ev["decision"] = p.differ ? "mean" : "pooled";
+      text = fit_real(group_samples(false), where, fits, "seconds");
+    } else {
+      ev["decision"] = "split";
+      ev["cond"] = cond;
+      nlohmann::json hi = nlohmann::json::object(), lo = nlohmann::json::object();
+      const std::string then_text = fit_real(group_samples(true), where, hi, "seconds");
+      const std::string else_text = fit_real(group_samples(false), where, lo, "seconds");
+      text = "if(" + cond + ", " + then_text + ", " + else_text + ")";
+      fits["seconds"] = {{"expr", text}, {"then", hi["seconds"]}, {"else", lo["seconds"]}};
+      result.warnings.push_back(where + "/seconds: ranks differ (x" + fmt_number(round4(p.largest_ratio)) + ", chi2 " +
+                                fmt_number(round4(p.chi2)) + " > " + fmt_number(round4(p.chi2_critical)) +
+                                "): one model where " + cond + ", one elsewhere");
+    }
+    ev["trimmed_ranks"] = trimmed_ranks;
+    fits["pool"] = std::move(ev);
+    return text;
+  }
+
   std::string site_text(const UNode& u) const {
     const Occ& o = u.occ.front();
     const Call& c = std::get<Call>(o.nodes.front()->op);
@@ -1575,7 +1722,8 @@ class Builder {
     if (any) {
       nlohmann::json fits = nlohmann::json::object();
       const std::string at = where + "/" + std::to_string(body.size());
-      nlohmann::json block = {{"op", "compute"}, {"seconds", fit_real(gap, at, fits, "seconds")}};
+      nlohmann::json block = {{"op", "compute"},
+                              {"seconds", opt_.pool_compute ? fit_compute(u, at, fits) : fit_real(gap, at, fits, "seconds")}};
       if (nlohmann::json dist = gap_distribution(u, fits); !dist.is_null()) {
         block["dist"] = std::move(dist);
         uses_v2_ = true;
