@@ -836,10 +836,10 @@ std::string describe_pool(const nlohmann::json& p) {
   const std::string test = evidence ? "chi2 " + num("chi2") + (decision == "pooled" ? " vs " : " > ") + num("chi2_critical")
                                     : std::string("no repeated durations");
   std::string text;
-  if (decision == "split")
-    text = "ranks split where " + p.value("cond", "?") + ": x" + num("largest_ratio") + " apart, " + test;
+  if (decision == "split")  // the condition is the if() of the expression
+    text = "ranks split in two groups: x" + num("largest_ratio") + " apart, " + test;
   else if (decision == "mean")
-    text = "ranks differ (x" + num("largest_ratio") + ", " + test + ") but " + p.value("refused_split", "") + ": their mean";
+    text = "ranks differ (x" + num("largest_ratio") + ", " + test + "), no condition on rank separates them: their mean";
   else
     text = num("ranks") + " ranks pooled (largest ratio x" + num("largest_ratio") + ", " + test + ")";
   const std::string d = num("trimmed_durations"), r = num("trimmed_ranks");
@@ -869,6 +869,9 @@ void show_body(const nlohmann::json& body, int depth, std::ostream& out) {
         if (v.contains("max_rel_error")) out << "  (" << k << " fit: max error " << v["max_rel_error"].dump() << ")";
         if (v.contains("guard")) out << "  (" << k << " held in its domain: " << v["guard"].get<std::string>() << ")";
         if (k == "pool") out << "  (" << describe_pool(v) << ")";
+        for (const auto* f : {&v, v.contains("then") ? &v["then"] : nullptr, v.contains("else") ? &v["else"] : nullptr})
+          if (f && f->is_object() && f->contains("trimmed_runs"))
+            out << "  (runs left out as outliers: " << (*f)["trimmed_runs"].size() << ")";
       }
     out << "\n";
     if (b.contains("body")) show_body(b["body"], depth + 1, out);

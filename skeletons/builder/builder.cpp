@@ -1448,6 +1448,8 @@ class Builder {
   // The condition on rank that is true on the ranks of `high` among those of `block` in the runs of `use`
   // (the other ranks of the block are the low group; ranks outside the block may go either way, so both
   // labellings are searched and the shorter condition kept); "" when none fits.
+  // (A run whose ranks' noise put one rank on the wrong side of its gap makes every condition fail; the
+  // caller then tries the runs without each one in turn: the other runs and the check of every run decide.)
   std::pair<std::string, GroupPredicate> split_condition(const std::vector<bool>& high, const std::vector<bool>& block,
                                                          const std::vector<bool>& use) const {
     std::vector<bool> with_outside = high;
@@ -1514,10 +1516,8 @@ class Builder {
         block[member[i]] = true;
         if (p.high[i]) in[member[i]] = true;
       }
-      auto [text, g] = split_condition(in, block, p.run_split);
-      std::string refused;
-      if (text.empty()) refused = "no condition on rank describes the groups";
-      if (!text.empty()) {  // every run, split or not, by the condition; the groups must keep their order
+      // every run, split or not, by the condition: in each, its groups must keep their order
+      auto separates = [&](const std::string& text, std::string& why) {
         std::map<std::size_t, std::vector<bool>> by_run;
         for (std::size_t i = 0; i < ranks.size(); ++i) {
           auto it = by_run.find(ranks[i].run);
@@ -1531,15 +1531,36 @@ class Builder {
           if (hi.empty() || lo.empty()) continue;
           std::sort(hi.begin(), hi.end());
           std::sort(lo.begin(), lo.end());
-          if (!(weighted_quantile(hi, 0.5) >= std::sqrt(opt_.pool.min_split_ratio) * weighted_quantile(lo, 0.5)))
-            refused = "\"" + text + "\" does not separate the ranks of " + runs_[run].name;
+          if (!(weighted_quantile(hi, 0.5) >= std::sqrt(opt_.pool.min_split_ratio) * weighted_quantile(lo, 0.5))) {
+            why = "\"" + text + "\" does not separate the ranks of " + runs_[run].name;
+            return false;
+          }
         }
-        if (refused.empty()) {
-          cond = text;
-          nlohmann::json alts = nlohmann::json::array();
-          for (const auto& a : g.alternatives) alts.push_back(a.text);
-          if (!alts.empty()) ev["alternatives"] = alts;
+        return true;
+      };
+      std::vector<std::pair<std::vector<bool>, std::size_t>> tries{{p.run_split, runs_.size()}};  // then all but one
+      if (std::count(p.run_split.begin(), p.run_split.end(), true) >= 3)
+        for (std::size_t r = 0; r < runs_.size(); ++r)
+          if (p.run_split[r]) {
+            tries.emplace_back(p.run_split, r);
+            tries.back().first[r] = false;
+          }
+      std::string refused = "no condition on rank describes the groups";
+      for (const auto& [use, left_out] : tries) {
+        auto [text, g] = split_condition(in, block, use);
+        if (text.empty()) continue;
+        std::string why;
+        if (!separates(text, why)) {
+          refused = why;
+          continue;
         }
+        cond = text;
+        refused.clear();
+        nlohmann::json alts = nlohmann::json::array();
+        for (const auto& a : g.alternatives) alts.push_back(a.text);
+        if (!alts.empty()) ev["alternatives"] = alts;
+        if (left_out < runs_.size()) ev["found_without"] = runs_[left_out].name;  // its groups were noise there
+        break;
       }
       if (!refused.empty()) {
         high.assign(ranks.size(), false);
@@ -1570,16 +1591,47 @@ class Builder {
       }
       return out;
     };
+    // Runs too: a run whose value lies far from what the model of all runs gives it (every rank of a P = 2 run
+    // slowed 30 times by another process) is left out and the model refitted, when 6 runs or more remain.
+    auto fit_runs = [&](std::vector<Sample> xs, nlohmann::json& into) {
+      const std::size_t warnings = result.warnings.size(), ambiguities = result.ambiguities.size();
+      std::string t = fit_real(xs, where, into, "seconds");
+      if (xs.size() < 7) return t;
+      std::vector<std::string> names{"P", "rank"};
+      names.insert(names.end(), params_.begin(), params_.end());
+      const Feature model(t, names, false);
+      std::vector<double> dev;
+      for (const Sample& x : xs) {
+        const double want = model.eval(x.vars);
+        dev.push_back(want > 0 && x.value > 0 ? std::log(x.value / want) : 0.0);
+      }
+      std::vector<std::pair<double, double>> abs_dev;
+      for (double d : dev) abs_dev.emplace_back(std::fabs(d), 1.0);
+      std::sort(abs_dev.begin(), abs_dev.end());
+      const double limit = opt_.pool.trim_mads * std::max(1.4826 * weighted_quantile(abs_dev, 0.5), 0.1);
+      std::vector<Sample> kept;
+      nlohmann::json out = nlohmann::json::array();
+      for (std::size_t i = 0; i < xs.size(); ++i)
+        if (std::fabs(dev[i]) <= limit) kept.push_back(xs[i]);
+        else out.push_back(xs[i].run);
+      if (out.empty() || kept.size() < 6 || out.size() > xs.size() / 5) return t;
+      result.warnings.resize(warnings);  // the refit says it again
+      result.ambiguities.resize(ambiguities);
+      into.erase("seconds");
+      t = fit_real(kept, where, into, "seconds");
+      into["seconds"]["trimmed_runs"] = out;
+      return t;
+    };
     std::string text;
     if (cond.empty()) {
       ev["decision"] = p.differ ? "mean" : "pooled";
-      text = fit_real(group_samples(false), where, fits, "seconds");
+      text = fit_runs(group_samples(false), fits);
     } else {
       ev["decision"] = "split";
       ev["cond"] = cond;
       nlohmann::json hi = nlohmann::json::object(), lo = nlohmann::json::object();
-      const std::string then_text = fit_real(group_samples(true), where, hi, "seconds");
-      const std::string else_text = fit_real(group_samples(false), where, lo, "seconds");
+      const std::string then_text = fit_runs(group_samples(true), hi);
+      const std::string else_text = fit_runs(group_samples(false), lo);
       text = "if(" + cond + ", " + then_text + ", " + else_text + ")";
       fits["seconds"] = {{"expr", text}, {"then", hi["seconds"]}, {"else", lo["seconds"]}};
       result.warnings.push_back(where + "/seconds: ranks differ (x" + fmt_number(round4(p.largest_ratio)) + ", chi2 " +

@@ -110,18 +110,19 @@ PoolDecision decide_pooling(const std::vector<RankDurations>& ranks, std::size_t
     std::sort(in.begin(), in.end(), [&](std::size_t a, std::size_t b) {
       return p.values[a].centre < p.values[b].centre || (p.values[a].centre == p.values[b].centre && ranks[a].rank < ranks[b].rank);
     });
+    // (among gaps of at least min_split_s: a gap between two microsecond gaps is the timer's, and taking it
+    // would put the real groups on one side)
     double best = 1;
     std::size_t cut = 0;
     for (std::size_t k = 1; k < in.size(); ++k) {
       const double ratio = p.values[in[k]].centre / p.values[in[k - 1]].centre;
-      if (ratio > best) {
+      if (ratio > best && p.values[in[k]].centre - p.values[in[k - 1]].centre >= options.min_split_s) {
         best = ratio;
         cut = k;
       }
     }
     p.largest_ratio = std::max(p.largest_ratio, best);
-    const double apart_s = cut > 0 ? p.values[in[cut]].centre - p.values[in[cut - 1]].centre : 0;
-    if (best >= options.min_split_ratio && apart_s >= options.min_split_s) {
+    if (best >= options.min_split_ratio) {
       p.run_split[run] = true;
       for (std::size_t k = cut; k < in.size(); ++k) p.high[in[k]] = true;
     }

@@ -48,7 +48,8 @@ struct PoolDecision {
   double chi2_critical = 0;         ///< Wilson-Hilferty at z_critical
   double within_sd = -1;            ///< pooled robust SD of log durations within ranks (-1: no evidence)
   double between_sd = 0;            ///< pooled SD of the ranks' log centres around their run's mean
-  double largest_ratio = 1;         ///< largest ratio between consecutive ranks' centres in a run (sorted)
+  double largest_ratio = 1;         ///< largest ratio between consecutive ranks' centres in a run (sorted), among
+                                    ///< those at least min_split_s apart
   std::vector<bool> high;           ///< per input: above its run's largest gap (runs where that gap is real)
   std::vector<bool> run_split;      ///< per run index: the run's largest gap is at least min_split_ratio
   std::vector<RankValue> values;    ///< per input
