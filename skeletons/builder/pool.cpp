@@ -61,10 +61,17 @@ RankValue rank_value(const RankDurations& d, const PoolOptions& options) {
       trimmed += w;
     }
   }
-  r.trimmed = static_cast<std::uint64_t>(std::llround(trimmed));
-  // the trimmed durations stand for durations like the kept ones: the mean of n keeps its weight
+  // the trimmed durations stand for durations like the kept ones: the mean of n keeps its weight; so does a
+  // first duration outside the others' spread (a warm-up: with it, the mean per iteration depends on how many
+  // iterations the run had, which the regression takes for a law in `steps`; its one-time excess is lost)
   const double rest_mean = kept_w > 0 ? kept_sum / kept_w : r.centre;
-  r.value = (d.first + rest_mean * rest_w) / (1 + rest_w);
+  double first = d.first;
+  if (rest_w >= 3 && !(d.first > 0 && std::fabs(std::log(d.first) - med) <= limit)) {
+    first = rest_mean;
+    trimmed += 1;
+  }
+  r.trimmed = static_cast<std::uint64_t>(std::llround(trimmed));
+  r.value = (first + rest_mean * rest_w) / (1 + rest_w);
   return r;
 }
 

@@ -37,7 +37,9 @@ struct RankValue {
   std::uint64_t trimmed = 0;       ///< durations trimmed
 };
 
-/** @brief The trimmed mean of one rank's durations (the first is kept: a warm-up is the program's). */
+/** @brief The trimmed mean of one rank's durations: those after the first further than trim_mads robust SDs
+ *  (of their logarithms, floored at 5%) from their median count as the mean of the others, and so does the
+ *  first (a warm-up) when it lies that far from them. */
 RankValue rank_value(const RankDurations& d, const PoolOptions& options = {});
 
 /** @brief Whether the ranks of one gap agree within noise, with the evidence. */
