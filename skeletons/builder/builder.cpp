@@ -1352,8 +1352,9 @@ class Builder {
     return fit_int(samples(u, get), where, fits, field, true);
   }
 
+  // (max_growth_8p: how much a model may grow when P grows 8 times; more is what oversubscribed runs look like)
   std::string fit_real(const std::vector<Sample>& samples, const std::string& where, nlohmann::json& fits,
-                       const char* field) {
+                       const char* field, double max_growth_8p = 12) {
     FitOptions fo;
     Fit f = fit_quantity(samples, params_, fo);
     // A measured time is noisy: a model that depends on P or the parameters must predict left-out runs
@@ -1372,12 +1373,12 @@ class Builder {
         Vars far = x.vars;
         far["P"] = x.vars.at("P") * 8;
         const double here = model.eval(x.vars), there = model.eval(far);
-        if (std::isfinite(here) && here > 0 && !(there <= 8 * here * 1.5)) too_steep = true;
+        if (std::isfinite(here) && here > 0 && !(there <= max_growth_8p * here)) too_steep = true;
       }
     }
     if (!constant && (too_steep || !(f.cv_rel_error >= 0 && f.cv_rel_error <= 0.5 * flat))) {
       if (too_steep)
-        result.warnings.push_back(where + "/" + field + ": \"" + f.expr + "\" grows faster than P; kept the mean " +
+        result.warnings.push_back(where + "/" + field + ": \"" + f.expr + "\" grows more than " + fmt_number(max_growth_8p) + " times when P grows 8 times; kept the mean " +
                                   "(compute times of runs with more ranks than cores include time waiting for a core)");
       double sum = 0;
       for (const Sample& x : samples) sum += x.value;
@@ -1595,7 +1596,7 @@ class Builder {
     // slowed 30 times by another process) is left out and the model refitted, when 6 runs or more remain.
     auto fit_runs = [&](std::vector<Sample> xs, nlohmann::json& into) {
       const std::size_t warnings = result.warnings.size(), ambiguities = result.ambiguities.size();
-      std::string t = fit_real(xs, where, into, "seconds");
+      std::string t = fit_real(xs, where, into, "seconds", opt_.pool.max_growth_8p);
       if (xs.size() < 7) return t;
       std::vector<std::string> names{"P", "rank"};
       names.insert(names.end(), params_.begin(), params_.end());
@@ -1618,7 +1619,7 @@ class Builder {
       result.warnings.resize(warnings);  // the refit says it again
       result.ambiguities.resize(ambiguities);
       into.erase("seconds");
-      t = fit_real(kept, where, into, "seconds");
+      t = fit_real(kept, where, into, "seconds", opt_.pool.max_growth_8p);
       into["seconds"]["trimmed_runs"] = out;
       return t;
     };

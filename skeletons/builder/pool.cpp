@@ -61,15 +61,10 @@ RankValue rank_value(const RankDurations& d, const PoolOptions& options) {
       trimmed += w;
     }
   }
-  // the trimmed durations stand for durations like the kept ones: the mean of n keeps its weight; so does a
-  // first duration outside the others' spread (a warm-up: with it, the mean per iteration depends on how many
-  // iterations the run had, which the regression takes for a law in `steps`; its one-time excess is lost)
+  // the trimmed durations stand for durations like the kept ones: the mean of n keeps its weight. The first is
+  // kept whatever it is: a warm-up (initialisation before the first step) is the program's, once per run.
   const double rest_mean = kept_w > 0 ? kept_sum / kept_w : r.centre;
-  double first = d.first;
-  if (rest_w >= 3 && !(d.first > 0 && std::fabs(std::log(d.first) - med) <= limit)) {
-    first = rest_mean;
-    trimmed += 1;
-  }
+  const double first = d.first;
   r.trimmed = static_cast<std::uint64_t>(std::llround(trimmed));
   r.value = (first + rest_mean * rest_w) / (1 + rest_w);
   return r;

@@ -25,6 +25,8 @@ struct PoolOptions {
   double trim_mads = 3.5;        ///< a duration (or a rank) further than this many robust SDs from the median is trimmed
   double min_split_ratio = 1.5;  ///< two groups of ranks are real only when their centres are this far apart (x)
   double min_split_s = 1e-5;     ///< ... and at least this far apart in seconds (timer noise of short gaps is not the program's)
+  double max_growth_8p = 2;      ///< a pooled compute model may grow at most this much when P grows 8 times, else the
+                                 ///< mean: short gaps of oversubscribed traced runs (the largest P) grow, the program's do not
   double z_critical = 3.090232;  ///< one-sided normal quantile of the chi-square test (0.1% level)
 };
 
@@ -38,8 +40,8 @@ struct RankValue {
 };
 
 /** @brief The trimmed mean of one rank's durations: those after the first further than trim_mads robust SDs
- *  (of their logarithms, floored at 5%) from their median count as the mean of the others, and so does the
- *  first (a warm-up) when it lies that far from them. */
+ *  (of their logarithms, floored at 5%) from their median count as the mean of the others; the first (a
+ *  warm-up is the program's) is kept. */
 RankValue rank_value(const RankDurations& d, const PoolOptions& options = {});
 
 /** @brief Whether the ranks of one gap agree within noise, with the evidence. */
