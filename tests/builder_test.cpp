@@ -3,6 +3,7 @@
 // that varies within ranks gets a `dist` (regular compute does not, and such skeletons stay version 1).
 // Inputs are traces written here event by event, and one real annotated program traced with OpenMPI.
 #include "skeletons/builder/builder.hpp"
+#include "skeletons/builder/pool.hpp"
 #include "skeletons/expand.hpp"
 #include "skeletons/skeleton_io.hpp"
 #include "skeletons/trace/reader.hpp"
@@ -13,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -286,6 +288,168 @@ TEST(BuilderV2, FewSamplesGiveANormalAndRegularProgramsStayVersion1) {
     for (const auto& c : blocks_of(res.skeleton, "compute")) EXPECT_FALSE(c.contains("dist")) << c.dump();
     EXPECT_EQ(res.skeleton.at("version"), 1);
   }
+}
+
+// ---- compute pooled over ranks, rank sets as probabilities, sizes in their domain (issue 17) ----
+
+namespace {
+
+// A ring step: `work(rank, step)` seconds of compute before the send, then the receive.
+mksim::trace::Run ring_run(int P, int N, int steps, const std::function<double(int rank, int step)>& work) {
+  return make_run(P, {{"N", N}}, [&](int r, RankWriter& w) {
+    w.call(Kind::INIT, 1, -1, -1, 0, 0);
+    for (int s = 0; s < steps; ++s) {
+      w.call(Kind::SEND, 20, (r + 1) % P, 0, 8, work(r, s));
+      w.call(Kind::RECV, 21, (r + P - 1) % P, 0, 8, 2e-6);
+    }
+    w.call(Kind::FINALIZE, 2);
+  });
+}
+
+// The compute block before the ring's send (the first compute of the step loop) and what it expands to.
+json send_compute(const json& sk) {
+  for (const auto& l : blocks_of(sk, "loop"))
+    for (const auto& b : l.at("body"))
+      if (b.at("op") == "compute") return b;
+  return json();
+}
+double compute_at(const json& sk, int P, int N, int rank) {
+  const auto parsed = mksim::skeletons::parse_skeleton(sk.dump(), "built.json");
+  for (const auto& op : mksim::skeletons::expand_rank(parsed, mksim::skeletons::bind_parameters(parsed, P, {{"N", N}}), rank))
+    if (op.kind == mksim::skeletons::ExpandedOp::Kind::COMPUTE && op.amount > 1e-5) return op.amount;
+  return -1;
+}
+
+}  // namespace
+
+TEST(BuilderPool, RankValueTrimsOutlyingIterations) {
+  using namespace mksim::skeletons::builder;
+  RankDurations d;
+  d.n = 7;
+  d.first = 1.03;
+  d.rest = {{0.98, 1}, {1.0, 2}, {1.01, 1}, {1.02, 1}, {30, 1}};  // one duration stretched by another process
+  RankValue v = rank_value(d);
+  EXPECT_EQ(v.trimmed, 1u);
+  EXPECT_NEAR(v.value, (1.03 + 6 * 1.002) / 7, 1e-3);
+  EXPECT_NEAR(v.centre, 1.0, 0.01);
+  d.first = 5;  // a warm-up is the program's (an initialisation): kept
+  v = rank_value(d);
+  EXPECT_EQ(v.trimmed, 1u);
+  EXPECT_NEAR(v.value, (5 + 6 * 1.002) / 7, 1e-3);
+}
+
+TEST(BuilderPool, BalancedRanksArePooledAndOutliersTrimmed) {
+  // 1 ms * N/100 / P per step on every rank, 5% noise per step, ranks within 4% of each other; in one run a
+  // rank's three steps are stretched 30 times and another rank is 3 times slower throughout (time-sliced)
+  std::vector<mksim::trace::Run> runs;
+  for (int P : {2, 4, 8})
+    for (int N : {100, 200}) {
+      const bool noisy = P == 8 && N == 200;
+      runs.push_back(ring_run(P, N, 12, [&, P, N](int r, int s) {
+        Jitter j{static_cast<std::uint64_t>(1000 * P + 10 * N + 97 * r + s)};
+        double t = 1e-3 * N / 100 / P * (1 + 0.04 * std::sin(7.0 * r + P)) * j.next(1, 0.05);
+        if (noisy && r == 3 && s % 4 == 2) t *= 30;
+        if (noisy && r == 5) t *= 3;
+        return t;
+      }));
+    }
+  const BuildResult res = build_skeleton(runs);
+  const json c = send_compute(res.skeleton);
+  ASSERT_TRUE(c.contains("fit")) << res.skeleton.dump(2);
+  const json& pool = c.at("fit").at("pool");
+  EXPECT_EQ(pool.at("decision"), "pooled") << pool.dump();
+  EXPECT_GE(pool.at("trimmed_durations").get<int>(), 3) << pool.dump();
+  EXPECT_GE(pool.at("trimmed_ranks").get<int>(), 1) << pool.dump();
+  EXPECT_LT(pool.at("largest_ratio").get<double>(), 4.0);
+  // the noisy run predicted as the clean program: a plain mean over its ranks and steps would be 60% high
+  const double want = 1e-3 * 200 / 100 / 8;
+  for (int rank : {0, 3, 5}) EXPECT_NEAR(compute_at(res.skeleton, 8, 200, rank), want, 0.1 * want) << c.dump(2);
+  // and the ranks get one model: no condition on rank in it
+  EXPECT_EQ(c.at("seconds").get<std::string>().find("rank"), std::string::npos) << c.dump(2);
+  // each rank's plain mean (--no-pool) misses the clean program at that run
+  mksim::skeletons::builder::BuildOptions plain;
+  plain.pool_compute = false;
+  const BuildResult unpooled = build_skeleton(runs, plain);
+  EXPECT_GT(std::fabs(compute_at(unpooled.skeleton, 8, 200, 0) - want), 0.1 * want) << send_compute(unpooled.skeleton).dump(2);
+}
+
+TEST(BuilderPool, ImbalancedRanksKeepTheirOwnModels) {
+  // odd ranks do three times the work of even ranks, in every run: that spread is real
+  std::vector<mksim::trace::Run> runs;
+  for (int P : {2, 4, 8})
+    for (int N : {100, 200})
+      runs.push_back(ring_run(P, N, 12, [P, N](int r, int s) {
+        Jitter j{static_cast<std::uint64_t>(31 * P + N + 7 * r + s)};
+        return 1e-3 * N / 100 / P * (r % 2 ? 3 : 1) * j.next(1, 0.05);
+      }));
+  const BuildResult res = build_skeleton(runs);
+  const json c = send_compute(res.skeleton);
+  const json& pool = c.at("fit").at("pool");
+  ASSERT_EQ(pool.at("decision"), "split") << c.dump(2);
+  EXPECT_GT(pool.at("chi2").get<double>(), pool.at("chi2_critical").get<double>());
+  EXPECT_NEAR(pool.at("largest_ratio").get<double>(), 3, 0.6);
+  // at a P never traced, odd ranks still compute three times as long as even ones
+  const double even = compute_at(res.skeleton, 16, 200, 4), odd = compute_at(res.skeleton, 16, 200, 7);
+  ASSERT_GT(even, 0) << c.dump(2);
+  EXPECT_NEAR(odd / even, 3, 0.45) << c.dump(2);
+  mksim::skeletons::builder::BuildOptions plain;  // each rank's mean, regressed without rank: one model for all
+  plain.pool_compute = false;
+  const BuildResult unpooled = build_skeleton(runs, plain);
+  EXPECT_NEAR(compute_at(unpooled.skeleton, 16, 200, 7) / compute_at(unpooled.skeleton, 16, 200, 4), 1, 0.2);  // (draws of its dist)
+}
+
+TEST(BuilderPool, RanksThatNoConditionDescribesBecomeAProbability) {
+  // an extra barrier by ranks that follow no rule (data): 2 of 4, 4 of 8, 7 of 16 ranks
+  const std::map<int, std::vector<int>> extra = {{4, {1, 2}}, {8, {0, 2, 3, 6}}, {16, {1, 4, 5, 9, 12, 13, 14}}};
+  std::vector<mksim::trace::Run> runs;
+  for (const auto& [P, set] : extra)
+    runs.push_back(make_run(P, {}, [&, P = P](int r, RankWriter& w) {
+      w.call(Kind::INIT, 1, -1, -1, 0, 0);
+      w.call(Kind::ALLREDUCE, 20, -1, -1, 8);
+      if (std::find(set.begin(), set.end(), r) != set.end()) w.call(Kind::BARRIER, 21, -1, -1, 0);
+      w.call(Kind::ALLREDUCE, 22, -1, -1, 8);
+      w.call(Kind::FINALIZE, 2);
+    }));
+  const BuildResult res = build_skeleton(runs);
+  std::vector<json> ifs = blocks_of(res.skeleton, "if");
+  ASSERT_EQ(ifs.size(), 1u) << res.skeleton.dump(2);
+  EXPECT_FALSE(ifs[0].contains("cond"));
+  EXPECT_NEAR(std::stod(ifs[0].at("prob").get<std::string>()), 13.0 / 28.0, 1e-6);
+  EXPECT_EQ(ifs[0].at("fit").at("prob").at("data_dependent_ranks"), true);
+  mksim::skeletons::builder::BuildOptions off;
+  off.data_dependent_sets = false;
+  EXPECT_THROW(build_skeleton(runs, off), mksim::skeletons::builder::BuildError);
+}
+
+TEST(BuilderPool, SizesFoldedAsStatisticsStayInTheirDomain) {
+  // a message whose size changes every step by data, shrinking with P faster than any exact form
+  const std::map<int, int> mean = {{2, 2513}, {4, 1777}, {8, 391}};
+  std::vector<mksim::trace::Run> runs;
+  for (const auto& [P, m] : mean)
+    runs.push_back(make_run(P, {}, [&, P = P, m = m](int r, RankWriter& w) {
+      w.call(Kind::INIT, 1, -1, -1, 0, 0);
+      for (int s = 0; s < 40; ++s) {
+        const long bytes = m + 8 * ((s * 7919 + r) % 13) - 48;
+        w.call(Kind::SEND, 20, (r + 1) % P, 0, bytes);
+        w.call(Kind::RECV, 21, (r + P - 1) % P, 0, bytes);
+      }
+      w.call(Kind::FINALIZE, 2);
+    }));
+  mksim::skeletons::builder::BuildOptions vary;
+  vary.vary_sizes = 1;
+  const BuildResult res = build_skeleton(runs, vary);
+  const std::vector<json> sends = blocks_of(res.skeleton, "send");
+  ASSERT_FALSE(sends.empty()) << res.skeleton.dump(2);
+  const std::string size = sends[0].at("size").get<std::string>();
+  EXPECT_EQ(size.rfind("max(0, floor(", 0), 0u) << size;
+  const auto parsed = mksim::skeletons::parse_skeleton(res.skeleton.dump(), "built.json");
+  for (int P : {16, 64, 1024})
+    for (int rank : {0, P - 1})
+      for (const auto& op : mksim::skeletons::expand_rank(parsed, mksim::skeletons::bind_parameters(parsed, P, {}), rank))
+        if (op.kind == mksim::skeletons::ExpandedOp::Kind::SEND) {
+          EXPECT_GE(op.size_bytes, 0) << "P=" << P << " " << size;
+          EXPECT_EQ(op.size_bytes, std::floor(op.size_bytes)) << "P=" << P << " " << size;
+        }
 }
 
 // ---- a real annotated program, traced with OpenMPI ----

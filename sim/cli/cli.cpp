@@ -705,7 +705,7 @@ int cmd_model(const std::vector<std::string>& args, std::ostream& out) {
 
 const char* MKSKEL_USAGE =
     "usage: mkskel build TRACE... -o OUT.json [--name NAME] [--min-compute-s S] [--strict] [--no-stack-regions]\n"
-    "         [--sizes auto|exact|vary]\n"
+    "         [--sizes auto|exact|vary] [--no-pool]\n"
     "         TRACE: a mktrace run directory, an OTF2 anchor file (*.otf2) or a SimGrid TI index file;\n"
     "         append ::NAME=VALUE,... to set or override the run's parameters (required for OTF2/TI)\n"
     "       mkskel show SKELETON.json\n"
@@ -753,6 +753,7 @@ int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std:
   double min_compute = 0;
   bool strict = false;
   bool no_stack_regions = false;
+  bool no_pool = false;
   std::string sizes = "auto";
   std::vector<std::string> inputs;
   desc.add_options()("help,h", "this help")
@@ -760,6 +761,8 @@ int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std:
       ("name", po::value(&name), "skeleton name (default: the program's file name)")
       ("min-compute-s", po::value(&min_compute)->default_value(0), "drop compute gaps whose mean is below this in every rank")
       ("strict", po::bool_switch(&strict), "treat ambiguities (models the runs cannot tell apart) and messages that do not pair at the traced runs as errors")
+      ("no-pool", po::bool_switch(&no_pool),
+       "compute of each rank as traced (its mean), not pooled over ranks that agree within noise")
       ("no-stack-regions", po::bool_switch(&no_stack_regions),
        "region blocks only from mktrace.h annotations, not from the call-site stacks")
       ("sizes", po::value(&sizes)->default_value("auto"),
@@ -788,6 +791,7 @@ int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std:
   bo.name = name;
   bo.min_compute_s = min_compute;
   bo.stack_regions = !no_stack_regions;
+  bo.pool_compute = !no_pool;
   if (sizes == "auto") bo.vary_sizes = -1;
   else if (sizes == "exact") bo.vary_sizes = 0;
   else if (sizes == "vary") bo.vary_sizes = 1;
@@ -824,6 +828,25 @@ int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std:
   return EXIT_OK;
 }
 
+// What the builder did with a compute gap's ranks (fit.pool, skeletons/builder/pool.hpp), in one phrase.
+std::string describe_pool(const nlohmann::json& p) {
+  const auto num = [&](const char* k) { return p.contains(k) ? p[k].dump() : std::string("?"); };
+  const std::string decision = p.value("decision", "?");
+  const bool evidence = p.contains("within_sd") && p["within_sd"].is_number() && p["within_sd"].get<double>() >= 0;
+  const std::string test = evidence ? "chi2 " + num("chi2") + (decision == "pooled" ? " vs " : " > ") + num("chi2_critical")
+                                    : std::string("no repeated durations");
+  std::string text;
+  if (decision == "split")  // the condition is the if() of the expression
+    text = "ranks split in two groups: x" + num("largest_ratio") + " apart, " + test;
+  else if (decision == "mean")
+    text = "ranks differ (x" + num("largest_ratio") + ", " + test + "), no condition on rank separates them: their mean";
+  else
+    text = num("ranks") + " ranks pooled (largest ratio x" + num("largest_ratio") + ", " + test + ")";
+  const std::string d = num("trimmed_durations"), r = num("trimmed_ranks");
+  if (d != "0" || r != "0") text += "; trimmed " + d + " duration(s), " + r + " rank(s)";
+  return text;
+}
+
 void show_body(const nlohmann::json& body, int depth, std::ostream& out) {
   const std::string pad(static_cast<std::size_t>(depth) * 2, ' ');
   for (const auto& b : body) {
@@ -841,8 +864,15 @@ void show_body(const nlohmann::json& body, int depth, std::ostream& out) {
     }
     if (b.contains("phase")) out << "  [phase " << b["phase"].get<std::string>() << "]";
     if (b.contains("fit"))
-      for (const auto& [k, v] : b["fit"].items())
+      for (const auto& [k, v] : b["fit"].items()) {
+        if (!v.is_object()) continue;
         if (v.contains("max_rel_error")) out << "  (" << k << " fit: max error " << v["max_rel_error"].dump() << ")";
+        if (v.contains("guard")) out << "  (" << k << " held in its domain: " << v["guard"].get<std::string>() << ")";
+        if (k == "pool") out << "  (" << describe_pool(v) << ")";
+        for (const auto* f : {&v, v.contains("then") ? &v["then"] : nullptr, v.contains("else") ? &v["else"] : nullptr})
+          if (f && f->is_object() && f->contains("trimmed_runs"))
+            out << "  (runs left out as outliers: " << (*f)["trimmed_runs"].size() << ")";
+      }
     out << "\n";
     if (b.contains("body")) show_body(b["body"], depth + 1, out);
     if (b.contains("then")) {

@@ -14,6 +14,7 @@
 #include "skeletons/trace/reader.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -1356,8 +1357,9 @@ class Builder {
     return fit_int(samples(u, get), where, fits, field, true);
   }
 
+  // (max_growth_8p: how much a model may grow when P grows 8 times; more is what oversubscribed runs look like)
   std::string fit_real(const std::vector<Sample>& samples, const std::string& where, nlohmann::json& fits,
-                       const char* field) {
+                       const char* field, double max_growth_8p = 12) {
     FitOptions fo;
     Fit f = fit_quantity(samples, params_, fo);
     // A measured time is noisy: a model that depends on P or the parameters must predict left-out runs
@@ -1376,12 +1378,12 @@ class Builder {
         Vars far = x.vars;
         far["P"] = x.vars.at("P") * 8;
         const double here = model.eval(x.vars), there = model.eval(far);
-        if (std::isfinite(here) && here > 0 && !(there <= 8 * here * 1.5)) too_steep = true;
+        if (std::isfinite(here) && here > 0 && !(there <= max_growth_8p * here)) too_steep = true;
       }
     }
     if (!constant && (too_steep || !(f.cv_rel_error >= 0 && f.cv_rel_error <= 0.5 * flat))) {
       if (too_steep)
-        result.warnings.push_back(where + "/" + field + ": \"" + f.expr + "\" grows faster than P; kept the mean " +
+        result.warnings.push_back(where + "/" + field + ": \"" + f.expr + "\" grows more than " + fmt_number(max_growth_8p) + " times when P grows 8 times; kept the mean " +
                                   "(compute times of runs with more ranks than cores include time waiting for a core)");
       double sum = 0;
       for (const Sample& x : samples) sum += x.value;
@@ -1448,6 +1450,204 @@ class Builder {
     return out;
   }
 
+
+  // The condition on rank that is true on the ranks of `high` among those of `block` in the runs of `use`
+  // (the other ranks of the block are the low group; ranks outside the block may go either way, so both
+  // labellings are searched and the shorter condition kept); "" when none fits.
+  // (A run whose ranks' noise put one rank on the wrong side of its gap makes every condition fail; the
+  // caller then tries the runs without each one in turn: the other runs and the check of every run decide.)
+  std::pair<std::string, GroupPredicate> split_condition(const std::vector<bool>& high, const std::vector<bool>& block,
+                                                         const std::vector<bool>& use) const {
+    std::vector<bool> with_outside = high;
+    for (std::size_t m = 0; m < members_.size(); ++m)
+      if (!block[m]) with_outside[m] = true;
+    std::pair<std::string, GroupPredicate> best;
+    for (const std::vector<bool>* in : std::array<const std::vector<bool>*, 2>{&high, &with_outside}) {
+      std::vector<RunLabels> all = labels_of(*in), some;
+      for (std::size_t r = 0; r < all.size(); ++r)
+        if (use[r]) some.push_back(std::move(all[r]));
+      if (some.empty()) continue;
+      GroupPredicate g = find_group_predicate(some);
+      if (g.found && (best.first.empty() || g.text.size() < best.first.size())) best = {g.text, std::move(g)};
+    }
+    return best;
+  }
+
+  // The seconds of the compute gap before a union node, pooled over ranks (pool.hpp, issue 17 "Noise"): each
+  // member's durations with outlying iterations trimmed; the ranks of each run averaged (outlying ranks
+  // trimmed) where they agree within the noise of their own iterations; where they differ for real (the
+  // gap before atm2d's north exchange is the step's physics on the last row of black ranks and a few
+  // microseconds on the others), one model per group of ranks, if a condition on rank describes the
+  // groups in every run that shows them. The evidence is the block's fit.pool.
+  std::string fit_compute(const UNode& u, const std::string& where, nlohmann::json& fits) {
+    std::vector<RankDurations> ranks;
+    std::vector<std::size_t> member;  // index into members_, per entry of ranks
+    for (const Occ& o : u.occ)
+      for (std::size_t k = 0; k < o.nodes.size(); ++k) {
+        const std::size_t mi = shapes_[o.shape][k];
+        RankDurations d;
+        d.run = static_cast<std::size_t>(members_[mi].run - runs_.data());
+        d.rank = members_[mi].rank;
+        if (const Node* g = o.gaps[k]) {
+          const Compute& c = std::get<Compute>(g->op);
+          d.n = c.seconds.n;
+          d.first = c.first;
+          if (c.rest.n > 0 && c.rest_sketch.count() > 0) {
+            for (const auto& [v, w] : c.rest_sketch.weighted()) d.rest.emplace_back(v, static_cast<double>(w));
+          } else if (c.rest.n > 0) {
+            d.rest.emplace_back(c.rest.mean(), static_cast<double>(c.rest.n));
+          }
+        }
+        ranks.push_back(std::move(d));
+        member.push_back(mi);
+      }
+    const PoolDecision p = decide_pooling(ranks, runs_.size(), opt_.pool);
+    auto round4 = [](double v) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.4g", v);
+      return std::strtod(buf, nullptr);
+    };
+    std::uint64_t trimmed_durations = 0;
+    for (const RankValue& v : p.values) trimmed_durations += v.trimmed;
+    nlohmann::json ev = {{"ranks", ranks.size()}, {"chi2", round4(p.chi2)}, {"dof", p.dof},
+                         {"chi2_critical", round4(p.chi2_critical)}, {"within_sd", round4(p.within_sd)},
+                         {"between_sd", round4(p.between_sd)}, {"largest_ratio", round4(p.largest_ratio)},
+                         {"trimmed_durations", trimmed_durations}};
+    // the groups: high (by a condition on rank) and low, or one group of every rank
+    std::string cond;
+    std::vector<bool> high(ranks.size(), false);
+    if (p.differ) {
+      std::vector<bool> in(members_.size(), false), block(members_.size(), false);
+      for (std::size_t i = 0; i < ranks.size(); ++i) {
+        block[member[i]] = true;
+        if (p.high[i]) in[member[i]] = true;
+      }
+      // every run, split or not, by the condition: in each, its groups must keep their order
+      auto separates = [&](const std::string& text, std::string& why) {
+        std::map<std::size_t, std::vector<bool>> by_run;
+        for (std::size_t i = 0; i < ranks.size(); ++i) {
+          auto it = by_run.find(ranks[i].run);
+          if (it == by_run.end()) it = by_run.emplace(ranks[i].run, predicate_members(text, runs_[ranks[i].run].vars)).first;
+          high[i] = it->second[static_cast<std::size_t>(ranks[i].rank)];
+        }
+        for (const auto& [run, unused] : by_run) {
+          std::vector<std::pair<double, double>> hi, lo;
+          for (std::size_t i = 0; i < ranks.size(); ++i)
+            if (ranks[i].run == run) (high[i] ? hi : lo).emplace_back(p.values[i].centre, 1.0);
+          if (hi.empty() || lo.empty()) continue;
+          std::sort(hi.begin(), hi.end());
+          std::sort(lo.begin(), lo.end());
+          if (!(weighted_quantile(hi, 0.5) >= std::sqrt(opt_.pool.min_split_ratio) * weighted_quantile(lo, 0.5))) {
+            why = "\"" + text + "\" does not separate the ranks of " + runs_[run].name;
+            return false;
+          }
+        }
+        return true;
+      };
+      std::vector<std::pair<std::vector<bool>, std::size_t>> tries{{p.run_split, runs_.size()}};  // then all but one
+      if (std::count(p.run_split.begin(), p.run_split.end(), true) >= 3)
+        for (std::size_t r = 0; r < runs_.size(); ++r)
+          if (p.run_split[r]) {
+            tries.emplace_back(p.run_split, r);
+            tries.back().first[r] = false;
+          }
+      std::string refused = "no condition on rank describes the groups";
+      for (const auto& [use, left_out] : tries) {
+        auto [text, g] = split_condition(in, block, use);
+        if (text.empty()) continue;
+        std::string why;
+        if (!separates(text, why)) {
+          refused = why;
+          continue;
+        }
+        cond = text;
+        refused.clear();
+        nlohmann::json alts = nlohmann::json::array();
+        for (const auto& a : g.alternatives) alts.push_back(a.text);
+        if (!alts.empty()) ev["alternatives"] = alts;
+        if (left_out < runs_.size()) ev["found_without"] = runs_[left_out].name;  // its groups were noise there
+        break;
+      }
+      if (!refused.empty()) {
+        high.assign(ranks.size(), false);
+        ev["refused_split"] = refused;
+        result.warnings.push_back(where + "/seconds: the ranks' compute differs (x" + fmt_number(round4(p.largest_ratio)) +
+                                  " between ranks of one run) but " + refused + "; the ranks' mean is kept");
+      }
+    }
+    std::size_t trimmed_ranks = 0;
+    auto group_samples = [&](bool want) {
+      std::vector<Sample> out;
+      for (std::size_t run = 0; run < runs_.size(); ++run) {
+        std::vector<double> values;
+        for (std::size_t i = 0; i < ranks.size(); ++i)
+          if (ranks[i].run == run && high[i] == want) values.push_back(p.values[i].value);
+        if (values.empty()) continue;
+        std::size_t t = 0;
+        double v = 0;
+        if (p.differ && cond.empty()) {  // ranks that differ for real are not outliers of each other: their mean
+          for (double x : values) v += x / static_cast<double>(values.size());
+        } else {
+          v = pooled_value(values, opt_.pool, t);
+        }
+        trimmed_ranks += t;
+        Vars vars = runs_[run].vars;
+        vars["rank"] = 0;
+        out.push_back({vars, v, runs_[run].name});
+      }
+      return out;
+    };
+    // Runs too: a run whose value lies far from what the model of all runs gives it (every rank of a P = 2 run
+    // slowed 30 times by another process) is left out and the model refitted, when 6 runs or more remain.
+    auto fit_runs = [&](std::vector<Sample> xs, nlohmann::json& into) {
+      const std::size_t warnings = result.warnings.size(), ambiguities = result.ambiguities.size();
+      std::string t = fit_real(xs, where, into, "seconds", opt_.pool.max_growth_8p);
+      if (xs.size() < 7) return t;
+      std::vector<std::string> names{"P", "rank"};
+      names.insert(names.end(), params_.begin(), params_.end());
+      const Feature model(t, names, false);
+      std::vector<double> dev;
+      for (const Sample& x : xs) {
+        const double want = model.eval(x.vars);
+        dev.push_back(want > 0 && x.value > 0 ? std::log(x.value / want) : 0.0);
+      }
+      std::vector<std::pair<double, double>> abs_dev;
+      for (double d : dev) abs_dev.emplace_back(std::fabs(d), 1.0);
+      std::sort(abs_dev.begin(), abs_dev.end());
+      const double limit = opt_.pool.trim_mads * std::max(1.4826 * weighted_quantile(abs_dev, 0.5), 0.1);
+      std::vector<Sample> kept;
+      nlohmann::json out = nlohmann::json::array();
+      for (std::size_t i = 0; i < xs.size(); ++i)
+        if (std::fabs(dev[i]) <= limit) kept.push_back(xs[i]);
+        else out.push_back(xs[i].run);
+      if (out.empty() || kept.size() < 6 || out.size() > xs.size() / 5) return t;
+      result.warnings.resize(warnings);  // the refit says it again
+      result.ambiguities.resize(ambiguities);
+      into.erase("seconds");
+      t = fit_real(kept, where, into, "seconds", opt_.pool.max_growth_8p);
+      into["seconds"]["trimmed_runs"] = out;
+      return t;
+    };
+    std::string text;
+    if (cond.empty()) {
+      ev["decision"] = p.differ ? "mean" : "pooled";
+      text = fit_runs(group_samples(false), fits);
+    } else {
+      ev["decision"] = "split";
+      ev["cond"] = cond;
+      nlohmann::json hi = nlohmann::json::object(), lo = nlohmann::json::object();
+      const std::string then_text = fit_runs(group_samples(true), hi);
+      const std::string else_text = fit_runs(group_samples(false), lo);
+      text = "if(" + cond + ", " + then_text + ", " + else_text + ")";
+      fits["seconds"] = {{"expr", text}, {"then", hi["seconds"]}, {"else", lo["seconds"]}};
+      result.warnings.push_back(where + "/seconds: ranks differ (x" + fmt_number(round4(p.largest_ratio)) + ", chi2 " +
+                                fmt_number(round4(p.chi2)) + " > " + fmt_number(round4(p.chi2_critical)) +
+                                "): one model where " + cond + ", one elsewhere");
+    }
+    ev["trimmed_ranks"] = trimmed_ranks;
+    fits["pool"] = std::move(ev);
+    return text;
+  }
 
   std::string site_text(const UNode& u) const {
     const Occ& o = u.occ.front();
@@ -1580,7 +1780,8 @@ class Builder {
     if (any) {
       nlohmann::json fits = nlohmann::json::object();
       const std::string at = where + "/" + std::to_string(body.size());
-      nlohmann::json block = {{"op", "compute"}, {"seconds", fit_real(gap, at, fits, "seconds")}};
+      nlohmann::json block = {{"op", "compute"},
+                              {"seconds", opt_.pool_compute ? fit_compute(u, at, fits) : fit_real(gap, at, fits, "seconds")}};
       if (nlohmann::json dist = gap_distribution(u, fits); !dist.is_null()) {
         block["dist"] = std::move(dist);
         uses_v2_ = true;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "skeletons/builder/fold.hpp"
+#include "skeletons/builder/pool.hpp"
 #include "skeletons/trace/trace.hpp"
 
 #include <nlohmann/json.hpp>
@@ -39,6 +40,12 @@ struct BuildOptions {
   /// a part run by ranks that no condition on rank describes becomes an `if` with the probability of the
   /// enclosing block's ranks that ran it, with a warning; off: a BuildError, as before issue 17
   bool data_dependent_sets = true;
+  /// compute pooled over ranks where they agree within noise (pool.hpp): each rank's durations with outliers
+  /// trimmed, ranks of a run averaged with outlying ranks trimmed, and where the ranks' centres differ for real
+  /// (chi-square against within-rank noise, and a gap of at least pool.min_split_ratio) one model per group of
+  /// ranks that a condition on rank describes; off: every rank's plain mean, as before (`mkskel build --no-pool`)
+  bool pool_compute = true;
+  PoolOptions pool;
 };
 
 /** @brief The skeleton and what the builder could not decide. */

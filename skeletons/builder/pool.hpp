@@ -1,0 +1,74 @@
+// Compute pooled over ranks (issue 17, "Noise"): whether the ranks that run one compute gap agree within
+// the noise of their own iterations, robust per-rank values (outlying iterations trimmed), and, where the
+// ranks differ for real, the split of each run's ranks into a high and a low group.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mksim::skeletons::builder {
+
+/** @brief One rank's durations of one compute gap (one member of a union node): what folding kept. */
+struct RankDurations {
+  std::size_t run = 0;                        ///< index of the run it belongs to
+  int rank = 0;
+  std::uint64_t n = 0;                        ///< durations in all
+  double first = 0;                           ///< the first, in program order
+  std::vector<std::pair<double, double>> rest;  ///< (duration, weight) of the others, sorted (the sketch)
+};
+
+/** @brief Thresholds of the decision; defaults are what `mkskel build` uses. */
+struct PoolOptions {
+  double trim_mads = 3.5;        ///< a duration (or a rank) further than this many robust SDs from the median is trimmed
+  double min_split_ratio = 1.5;  ///< two groups of ranks are real only when their centres are this far apart (x)
+  double min_split_s = 1e-5;     ///< ... and at least this far apart in seconds (timer noise of short gaps is not the program's)
+  double max_growth_8p = 2;      ///< a pooled compute model may grow at most this much when P grows 8 times, else the
+                                 ///< mean: short gaps of oversubscribed traced runs (the largest P) grow, the program's do not
+  double z_critical = 3.090232;  ///< one-sided normal quantile of the chi-square test (0.1% level)
+};
+
+/** @brief One rank's value: the mean of its durations, with outlying durations after the first trimmed. */
+struct RankValue {
+  double value = 0;                ///< seconds, the robust mean
+  double centre = 0;               ///< median of the durations after the first (the first when there are none)
+  double log_sd = -1;              ///< robust SD of the logarithms of those durations, -1 when fewer than 3
+  double weight = 0;               ///< durations the SD comes from
+  std::uint64_t trimmed = 0;       ///< durations trimmed
+};
+
+/** @brief The trimmed mean of one rank's durations: those after the first further than trim_mads robust SDs
+ *  (of their logarithms, floored at 5%) from their median count as the mean of the others; the first (a
+ *  warm-up is the program's) is kept. */
+RankValue rank_value(const RankDurations& d, const PoolOptions& options = {});
+
+/** @brief Whether the ranks of one gap agree within noise, with the evidence. */
+struct PoolDecision {
+  bool differ = false;              ///< between-rank spread is real: significant, at least min_split_ratio, in 2 runs
+  double chi2 = 0;                  ///< sum over runs of n_i (l_i - mean l)^2 / within variance (l = log centre)
+  double dof = 0;                   ///< sum over runs of (ranks - 1)
+  double chi2_critical = 0;         ///< Wilson-Hilferty at z_critical
+  double within_sd = -1;            ///< pooled robust SD of log durations within ranks (-1: no evidence)
+  double between_sd = 0;            ///< pooled SD of the ranks' log centres around their run's mean
+  double largest_ratio = 1;         ///< largest ratio between consecutive ranks' centres in a run (sorted), among
+                                    ///< those at least min_split_s apart
+  std::vector<bool> high;           ///< per input: above its run's largest gap (runs where that gap is real)
+  std::vector<bool> run_split;      ///< per run index: the run's largest gap is at least min_split_ratio
+  std::vector<RankValue> values;    ///< per input
+};
+
+/** @brief Tests the between-rank spread of each run's centres against the pooled within-rank noise
+ *  (chi-square of the log centres, each weighted by its durations over the within variance; the
+ *  within-rank SD floored at 1%: a timer's resolution) and, in each run, finds the largest gap between
+ *  consecutive sorted centres. Without within-rank evidence (every rank ran the gap fewer than 3 times)
+ *  the ratio alone decides. The spread is real when the test says so, some run's gap is at least
+ *  min_split_ratio, and two runs show such a gap (one, when only one run has two ranks). `runs` is the number of runs (indices in `RankDurations::run` are below it). */
+PoolDecision decide_pooling(const std::vector<RankDurations>& ranks, std::size_t runs, const PoolOptions& options = {});
+
+/** @brief A run's value of a group of ranks: the mean of their values after trimming ranks whose log
+ *  value lies more than trim_mads robust SDs from the group's median (only when the group has 3 or more). */
+double pooled_value(const std::vector<double>& values, const PoolOptions& options, std::size_t& trimmed);
+
+}  // namespace mksim::skeletons::builder
