@@ -2,6 +2,8 @@
 // that nothing of the parent's (buffers, atexit handlers, SimGrid's teardown) runs twice.
 #include "sim/engine/isolate.hpp"
 
+#include "sim/engine/noise.hpp"
+
 #include "sim/engine/load.hpp"
 #include "skeletons/error.hpp"
 
@@ -157,8 +159,10 @@ results::RunResult replay_load_seeds(const skeletons::Skeleton& skeleton, const 
   results::RunResult first;
   std::vector<double> times;
   std::string seed_list, time_list;
+  const double gain = noise_gain_for(options);  // once for all the draws
   for (int i = 0; i < seeds; ++i) {
     ReplayOptions o = options;
+    o.noise_gain = gain;
     o.load_seed = options.load_seed + static_cast<std::uint64_t>(i);
     results::RunResult r = replay_in_child(skeleton, o);
     times.push_back(r.predicted_time_s);

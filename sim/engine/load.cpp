@@ -243,7 +243,7 @@ Availability BusyLoad::draw(std::uint64_t seed, int host_index, const std::strin
 // ------------------------------------------------------------------------------------------------ OS noise
 
 std::string NoiseLoad::describe() const {
-  return "noise lomax2 alpha=" + (alpha_s < 0 ? std::string("platform") : fmtd(alpha_s));
+  return "noise lomax2 alpha=" + (alpha_s < 0 ? std::string("platform") : fmtd(alpha_s)) + " calibrate=" + calibrate;
 }
 
 double NoiseLoad::max_factor(int P) {
@@ -354,14 +354,18 @@ LoadSpec parse_load_lines(std::istream& in, const std::string& path) {
       if (!has_duty || !has_period) throw LoadError(where + "busy needs duty=D and period=T");
       spec.hosts.push_back({w[1], where, "", b});
     } else if (kw == "noise") {
-      if (w.size() < 2 || w.size() > 3) throw LoadError(where + "expected \"noise HOSTS [alpha=SECONDS]\"");
+      if (w.size() < 2) throw LoadError(where + "expected \"noise HOSTS [alpha=SECONDS] [calibrate=program|exchange]\"");
       host_rule_matches(w[1], "", 0, where);
       NoiseLoad nl;
-      if (w.size() == 3) {
+      for (std::size_t i = 2; i < w.size(); ++i) {
         double v = 0;
-        if (w[2].rfind("alpha=", 0) != 0 || !parse_number(w[2].substr(6), v) || v < 0)
-          throw LoadError(where + "\"" + w[2] + "\": expected alpha=SECONDS (>= 0), the skew of seed 000 s.5.2");
-        nl.alpha_s = v;
+        if (w[i] == "calibrate=program" || w[i] == "calibrate=exchange") {
+          nl.calibrate = w[i].substr(10);
+        } else if (w[i].rfind("alpha=", 0) == 0 && parse_number(w[i].substr(6), v) && v >= 0) {
+          nl.alpha_s = v;
+        } else {
+          throw LoadError(where + "\"" + w[i] + "\": expected alpha=SECONDS (>= 0, the skew of seed 000 s.5.2) or calibrate=program|exchange");
+        }
       }
       spec.noise.push_back({w[1], where, nl});
     } else {

@@ -105,6 +105,10 @@ struct BusyLoad {
  *  alpha: given, or the platform's mksim.skew_alpha_s (the model's). */
 struct NoiseLoad {
   double alpha_s = -1;  ///< < 0: the platform's mksim.skew_alpha_s
+  /// "program" (default): lambda(P) times the gain that makes a 2-D halo program without compute (the paper's own
+  /// experiment for alpha) alpha sqrt(P) longer per exchange in replay (sim/engine/noise.hpp); "exchange": lambda(P)
+  /// alone, the expected largest detour of one exchange is alpha sqrt(P)
+  std::string calibrate = "program";
   std::string describe() const;
   /** @brief c(P): the expected largest of P draws of the law at lambda = 1. */
   static double max_factor(int P);
@@ -119,7 +123,8 @@ struct NoiseLoad {
  *    bandwidth LINK PROFILE         link bandwidth availability (fraction of the peak)
  *    latency LINK PROFILE           link latency (absolute seconds)
  *    busy HOSTS duty=D period=T [tasks=K] [random=phase|exp] [demand=wall|cpu]
- *    noise HOSTS [alpha=S]          OS noise calibrated to the skew alpha*sqrt(P) (NoiseLoad; default alpha: the
+ *    noise HOSTS [alpha=S] [calibrate=program|exchange]
+ *                                   OS noise calibrated to the skew alpha*sqrt(P) (NoiseLoad; default alpha: the
  *                                   platform's mksim.skew_alpha_s)
  *  HOSTS: a host name, rank:N (the host rank N runs on), rank:A-B, or '*' (every compute host). PROFILE paths
  *  are relative to the load file. A later line for the same host replaces an earlier one. */

@@ -8,6 +8,7 @@
 
 #include "sim/engine/collectives.hpp"
 #include "sim/engine/load.hpp"
+#include "sim/engine/noise.hpp"
 #include "sim/engine/phase_patterns.hpp"
 #include "sim/engine/platform.hpp"
 #include "sim/engine/transport.hpp"
@@ -78,6 +79,7 @@ struct RankState {
   double noise_scale_s = 0;
   skeletons::RankRng noise_rng;
   int recvs_since_sync = 0;
+  int detours = 0;
   // Diagnosis: waits of the current MPI block by the peer waited for and by kind, flushed by account().
   std::vector<std::pair<int, double>> wait_peers;
   double wait_late_sender = 0, wait_late_receiver = 0, wait_collective = 0;
@@ -148,6 +150,11 @@ class ReplayContext final : public P2PLayer {
   }
   double noise_total_s() const { return noise_total_s_; }
   std::uint64_t noise_detours() const { return noise_detours_; }
+  int noise_rank_detours_max() const {
+    int m = 0;
+    for (const auto& rs : ranks_) m = std::max(m, rs.detours);
+    return m;
+  }
 
   /** @brief Turns on per-rank block statistics and applies the what-ifs (block ids resolved here). */
   void configure_diagnosis(bool stats, const std::vector<WhatIf>& what_ifs) {
@@ -533,6 +540,7 @@ class ReplayContext final : public P2PLayer {
     rs.times.compute_s += d;  // the rank's CPU was taken
     noise_total_s_ += d;
     ++noise_detours_;
+    ++rs.detours;
     const std::size_t ph = static_cast<std::size_t>(block_phase_[block]);
     phase_[ph].compute_s += d;
     rank_phase_[static_cast<std::size_t>(r) * phase_.size() + ph] += d;
@@ -840,7 +848,8 @@ struct LoadSetup {
 
 /** @brief Host speed profiles of the platform XML and of the load file (which wins), drawn stochastic loads, and
  *  the load file's link profiles attached to SimGrid's links. */
-LoadSetup setup_load(sg4::Engine& engine, const ReplayOptions& opt, const std::vector<sg4::Host*>& hosts, double platform_alpha_s) {
+LoadSetup setup_load(sg4::Engine& engine, const ReplayOptions& opt, const std::vector<sg4::Host*>& hosts, double platform_alpha_s,
+                     double noise_gain) {
   LoadSetup out;
   out.avail.resize(static_cast<std::size_t>(opt.P));
   out.noise_scale.assign(static_cast<std::size_t>(opt.P), 0.0);
@@ -891,7 +900,7 @@ LoadSetup setup_load(sg4::Engine& engine, const ReplayOptions& opt, const std::v
         }
         out.links += (out.links.empty() ? "" : "; ") + (l.link + " " + l.kind + "=" + l.profile);
       }
-      std::map<double, int> noisy;  // alpha -> hosts, for the record
+      std::map<std::pair<double, bool>, int> noisy;  // (alpha, program-calibrated) -> hosts, for the record
       for (int r = 0; r < opt.P; ++r) {
         const LoadSpec::NoiseRule* rule = nullptr;
         for (const auto& n : spec.noise)
@@ -901,12 +910,16 @@ LoadSetup setup_load(sg4::Engine& engine, const ReplayOptions& opt, const std::v
         if (rule->noise.alpha_s < 0 && !(platform_alpha_s > 0))
           throw LoadError(rule->where + "noise without alpha= takes the platform's mksim.skew_alpha_s, which " + opt.platform_path +
                           " does not give (or gives 0): write alpha=SECONDS");
-        out.noise_scale[r] = NoiseLoad::scale_s(alpha, opt.P);
-        ++noisy[alpha];
+        const bool program = rule->noise.calibrate == "program";
+        out.noise_scale[r] = NoiseLoad::scale_s(alpha, opt.P) * (program ? noise_gain : 1.0);
+        ++noisy[{alpha, program}];
       }
-      for (const auto& [alpha, n] : noisy)
-        out.noise += (out.noise.empty() ? "" : "; ") + ("lomax2 alpha=" + num(alpha) + " lambda=" + num(NoiseLoad::scale_s(alpha, opt.P)) +
+      for (const auto& [key, n] : noisy) {
+        const auto& [alpha, program] = key;
+        out.noise += (out.noise.empty() ? "" : "; ") + ("lomax2 alpha=" + num(alpha) + " calibrate=" + (program ? "program gain=" + num(noise_gain) : "exchange") +
+                                                        " lambda=" + num(NoiseLoad::scale_s(alpha, opt.P) * (program ? noise_gain : 1.0)) +
                                                         " on " + std::to_string(n) + " host(s)");
+      }
     }
   } catch (const LoadError& e) {
     throw ReplayError(e.what());
@@ -922,6 +935,8 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
   // Validate everything that can be validated before the engine exists.
   std::vector<double> frame = bind_parameters(sk, opt.P, opt.params);
   check_for_run(sk, frame, opt.P);
+  // The program-level gain of the OS noise replays its calibration program in children: before this process's engine.
+  const double noise_gain = noise_gain_for(opt);
 
   std::vector<std::string> args = {"mksim", "--log=root.thresh:warning", "--log=xbt_cfg.thresh:warning"};
   std::vector<std::string> config = default_simgrid_config();
@@ -962,7 +977,7 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
 
   ReplayContext ctx(sk, machine, hosts, opt.P, frame, opt.seed, !opt.timeline_csv.empty());
   ctx.configure_diagnosis(opt.block_stats, opt.what_ifs);
-  LoadSetup load = setup_load(engine, opt, hosts, machine.skew_alpha_s);
+  LoadSetup load = setup_load(engine, opt, hosts, machine.skew_alpha_s, noise_gain);
   ctx.set_load(std::move(load.avail));
   ctx.set_measured(opt.collectives.get());
   PatternMap patterns;
@@ -1046,6 +1061,7 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
   if (!load.noise.empty()) {
     a.emplace_back("noise.model", load.noise);
     a.emplace_back("noise.detours", std::to_string(ctx.noise_detours()));
+    a.emplace_back("noise.rank_detours_max", std::to_string(ctx.noise_rank_detours_max()));
     a.emplace_back("noise.total_s", num(ctx.noise_total_s()));
   }
   for (const auto& p : sk.params) a.emplace_back("param." + p.name, num(frame[sk.symbols.find(p.name)]));

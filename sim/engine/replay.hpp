@@ -49,6 +49,9 @@ struct ReplayOptions {
   /// The same rules as text, in place of load_file (`mksim model --cross-check` replays with "noise *").
   std::string load_text;
   std::uint64_t load_seed = 1;               ///< seed of the stochastic loads (busy and noise lines of the load file)
+  /// Gain of `noise ... calibrate=program` rules (sim/engine/noise.hpp); < 0: replay() replays the calibration
+  /// program itself first (replay_load_seeds computes it once for all its draws).
+  double noise_gain = -1;
 };
 
 /** @brief The skeleton deadlocked at the requested P: what() lists blocked ranks and what each waits for. */
