@@ -8,6 +8,7 @@
 #include "calibration/bench.hpp"
 #include "sim/engine/isolate.hpp"
 #include "sim/engine/machine_model.hpp"
+#include "sim/engine/noise.hpp"
 #include "sim/model/model.hpp"
 #include "sim/engine/replay.hpp"
 #include "skeletons/error.hpp"
@@ -470,7 +471,8 @@ std::vector<double> model_times(const std::string& platform, const skeletons::Sk
 
 /** @brief The replayed time of one run; with noise_seeds > 0, the mean over that many draws of the OS noise
  *  calibrated to the platform's skew alpha. */
-double replay_time(const std::string& platform, const skeletons::Skeleton& sk, const MeasuredRun& run, int noise_seeds = 0) {
+double replay_time(const std::string& platform, const skeletons::Skeleton& sk, const MeasuredRun& run, int noise_seeds = 0,
+                   double noise_gain = -1) {
   sim::ReplayOptions o;
   o.platform_path = platform;
   o.P = run.P;
@@ -478,6 +480,7 @@ double replay_time(const std::string& platform, const skeletons::Skeleton& sk, c
   try {
     if (noise_seeds > 0) {
       o.load_text = "noise *";
+      o.noise_gain = noise_gain;
       for (const auto& [k, v] : sim::replay_load_seeds(sk, o, noise_seeds).attributes)
         if (k == "load.mean_s") return std::stod(v);
     }
@@ -907,11 +910,16 @@ void write_file_atomically(const std::string& path, const std::string& text) {
 std::vector<ValidationRow> validate_platform(const std::string& platform, const skeletons::Skeleton& sk, const MeasuredRuns& runs,
                                              int noise_seeds) {
   const std::vector<double> model = model_times(platform, sk, runs.runs);
-  const bool noise = noise_seeds > 0 && sim::platform_skew_alpha(platform) > 0;
+  const double alpha = sim::platform_skew_alpha(platform);
+  const bool noise = noise_seeds > 0 && alpha > 0;
+  std::map<int, double> gains;  // the noise's program-level gain depends on the platform and P only
   std::vector<ValidationRow> rows;
   for (std::size_t i = 0; i < runs.runs.size(); ++i) {
-    rows.push_back({runs.runs[i], replay_time(platform, sk, runs.runs[i]), model[i]});
-    if (noise) rows.back().replay_noise_s = replay_time(platform, sk, runs.runs[i], noise_seeds);
+    const MeasuredRun& run = runs.runs[i];
+    rows.push_back({run, replay_time(platform, sk, run), model[i]});
+    if (!noise) continue;
+    if (!gains.count(run.P)) gains[run.P] = sim::program_noise_gain(platform, run.P, alpha);
+    rows.back().replay_noise_s = replay_time(platform, sk, run, noise_seeds, gains[run.P]);
   }
   return rows;
 }

@@ -3,6 +3,7 @@
 // compute and transfers the profiles stretch. Each TEST runs in its own process (one SimGrid engine each).
 #include "sim/engine/isolate.hpp"
 #include "sim/engine/load.hpp"
+#include "sim/engine/noise.hpp"
 #include "sim/engine/replay.hpp"
 #include "skeletons/rank_rng.hpp"
 #include "skeletons/skeleton_io.hpp"
@@ -243,8 +244,9 @@ TEST(Noise, SeededDeterministicAndOffByDefault) {
   const auto zero = replay_in_child(s, ring_options(16, "noise * alpha=0", 1));
   EXPECT_EQ(plain.predicted_time_s, zero.predicted_time_s);
   EXPECT_EQ(attr(plain, "noise.model"), "");
-  const auto a = replay_in_child(s, ring_options(16, "noise *", 7)), b = replay_in_child(s, ring_options(16, "noise *", 7));
-  const auto c = replay_in_child(s, ring_options(16, "noise *", 8));
+  const char* rule = "noise * calibrate=exchange";
+  const auto a = replay_in_child(s, ring_options(16, rule, 7)), b = replay_in_child(s, ring_options(16, rule, 7));
+  const auto c = replay_in_child(s, ring_options(16, rule, 8));
   EXPECT_EQ(a.predicted_time_s, b.predicted_time_s);
   EXPECT_NE(a.predicted_time_s, c.predicted_time_s);
   EXPECT_GT(a.predicted_time_s, plain.predicted_time_s);
@@ -256,14 +258,14 @@ TEST(Noise, SeededDeterministicAndOffByDefault) {
 }
 
 // The replay's detours, read back from its timeline: over 4 seeds, the mean over exchanges of the largest detour
-// of the P = 16 ranks is alpha sqrt(P) = 120 us within 8% (800 exchanges).
+// of the P = 16 ranks is alpha sqrt(P) = 120 us within 8% (800 exchanges; calibrate=exchange: the law alone).
 TEST(Noise, ReplayedSkewMatchesCalibration) {
   const int P = 16;
   double sum = 0;
   int n = 0;
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
     const std::string tl = (tmpdir() / ("ring" + std::to_string(seed) + ".csv")).string();
-    replay_in_child(sk(RING), ring_options(P, "noise *", seed, tl));
+    replay_in_child(sk(RING), ring_options(P, "noise * calibrate=exchange", seed, tl));
     std::ifstream in(tl);
     std::string line;
     std::map<int, std::vector<double>> by_rank;  // each rank's detours in order
@@ -283,5 +285,29 @@ TEST(Noise, ReplayedSkewMatchesCalibration) {
       ++n;
     }
   }
+  std::printf("ring P=16: mean largest detour per exchange %.4g s = %.4f alpha sqrt(P)\n", sum / n, sum / n / (30e-6 * std::sqrt(P)));
   EXPECT_NEAR(sum / n / (30e-6 * std::sqrt(P)), 1.0, 0.08) << sum / n;
+}
+
+// calibrate=program: with the gain found on the calibration program (ATM2D's exchanges, 256-byte messages, seeds
+// 1..16), ATM2D itself without compute (its own message sizes, 10 steps, other seeds) replays alpha sqrt(P) longer
+// per exchange than without noise, within 10%, at P = 16; the gain is deterministic and recorded.
+TEST(Noise, ProgramCalibrationGivesTheModelsSkewPerExchange) {
+  const int P = 16;
+  const std::string plat = std::string(MKSIM_SOURCE_DIR) + "/platforms/paragon.xml";
+  const double gain = program_noise_gain(plat, P, 30e-6);
+  EXPECT_GT(gain, 1.0);  // neighbours wait only for neighbours: the exchange law alone gives less
+  const auto atm = skeletons::load_skeleton(std::string(MKSIM_SOURCE_DIR) + "/skeletons/examples/atm2d.json");
+  ReplayOptions o;
+  o.platform_path = plat;
+  o.P = P;
+  o.params = {{"N", 256}, {"steps", 10}, {"flops_per_point", 0}};
+  const double plain = replay_in_child(atm, o).predicted_time_s;
+  o.load_text = "noise *";
+  o.load_seed = 101;
+  const auto noisy = replay_load_seeds(atm, o, 12);
+  const double per_exchange = (std::stod(attr(noisy, "load.mean_s")) - plain) / std::stod(attr(noisy, "noise.rank_detours_max"));
+  std::printf("P=16: gain %.4f, replayed skew per exchange %.4g s = %.4f alpha sqrt(P)\n", gain, per_exchange, per_exchange / 120e-6);
+  EXPECT_NEAR(per_exchange / (30e-6 * std::sqrt(P)), 1.0, 0.10);
+  EXPECT_NE(attr(noisy, "noise.model").find("calibrate=program gain="), std::string::npos) << attr(noisy, "noise.model");
 }
