@@ -638,7 +638,9 @@ int cmd_model(const std::vector<std::string>& args, std::ostream& out) {
     const bool stochastic = !ro.load_text.empty() || (!load.empty() && read_load_spec(load).stochastic());
     replayed = stochastic ? replay_load_seeds(sk, ro, load_seeds) : replay_in_child(sk, ro);
     std::map<std::string, std::string> a(replayed.attributes.begin(), replayed.attributes.end());
-    if (stochastic) {
+    if (!ro.load_text.empty() && a["noise.detours"] == "0") {
+      // no phase took a detour (pipelines only): the plain replay, reported as such
+    } else if (stochastic) {
       replayed.predicted_time_s = std::stod(a["load.mean_s"]);  // compared as the mean of the draws
       replay_noise = (a.count("noise.model") ? "OS noise " + a["noise.model"] : "load " + a["load.model"]) + ", mean of " +
                      std::to_string(load_seeds) + " draws +- " + fixed(std::stod(a["load.ci95_s"])) + " s (95%)";

@@ -159,7 +159,7 @@ results::RunResult replay_load_seeds(const skeletons::Skeleton& skeleton, const 
   results::RunResult first;
   std::vector<double> times;
   std::string seed_list, time_list;
-  const double gain = noise_gain_for(options);  // once for all the draws
+  const double gain = noise_gain_for(skeleton, options);  // once for all the draws
   for (int i = 0; i < seeds; ++i) {
     ReplayOptions o = options;
     o.noise_gain = gain;

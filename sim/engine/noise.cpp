@@ -4,6 +4,7 @@
 #include "sim/engine/isolate.hpp"
 #include "sim/engine/load.hpp"
 #include "sim/engine/machine_model.hpp"
+#include "sim/engine/phase_patterns.hpp"
 #include "skeletons/skeleton_io.hpp"
 
 #include <cmath>
@@ -64,7 +65,14 @@ double program_noise_gain(const std::string& platform_path, int P, double alpha_
   return gain;
 }
 
-double noise_gain_for(const ReplayOptions& opt) {
+bool takes_detours(const skeletons::Skeleton& sk, const ReplayOptions& opt) {
+  const std::vector<double> frame = skeletons::bind_parameters(sk, opt.P, opt.params);
+  for (const auto& ph : phase_patterns(sk, frame, opt.P, {}).phases)
+    if (ph.kind == "1d" || ph.kind == "2d" || ph.kind == "3d" || ph.kind == "wildcard") return true;
+  return false;
+}
+
+double noise_gain_for(const skeletons::Skeleton& sk, const ReplayOptions& opt) {
   if (opt.noise_gain >= 0) return opt.noise_gain;
   if (opt.load_file.empty() && opt.load_text.empty()) return 1.0;
   LoadSpec spec;
@@ -77,7 +85,7 @@ double noise_gain_for(const ReplayOptions& opt) {
     if (n.noise.calibrate != "program") continue;
     const double alpha = n.noise.alpha_s >= 0 ? n.noise.alpha_s : platform_skew_alpha(opt.platform_path);
     if (!(alpha > 0)) continue;  // no noise to calibrate (setup_load says why when alpha was left out)
-    return program_noise_gain(opt.platform_path, opt.P, alpha);
+    return takes_detours(sk, opt) ? program_noise_gain(opt.platform_path, opt.P, alpha) : 1.0;
   }
   return 1.0;
 }

@@ -19,7 +19,11 @@ namespace mksim::sim {
 double program_noise_gain(const std::string& platform_path, int P, double alpha_s, int seeds = 16);
 
 /** @brief The gain the options' load rules need: program_noise_gain at the rules' (or the platform's) alpha when a
- *  `noise` rule has calibrate=program, else 1 (nothing replayed). options.noise_gain >= 0 is returned as it is. */
-double noise_gain_for(const ReplayOptions& options);
+ *  `noise` rule has calibrate=program and the skeleton can take detours (takes_detours), else 1 (nothing replayed). options.noise_gain >= 0 is returned as it is. */
+double noise_gain_for(const skeletons::Skeleton& skeleton, const ReplayOptions& options);
+
+/** @brief Whether any phase of the skeleton at options.P can take a detour: a point-to-point phase that is not a
+ *  pipeline (phase_patterns' kinds 1d, 2d, 3d, wildcard). Without one the gain is not needed. */
+bool takes_detours(const skeletons::Skeleton& skeleton, const ReplayOptions& options);
 
 }  // namespace mksim::sim

@@ -936,7 +936,7 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
   std::vector<double> frame = bind_parameters(sk, opt.P, opt.params);
   check_for_run(sk, frame, opt.P);
   // The program-level gain of the OS noise replays its calibration program in children: before this process's engine.
-  const double noise_gain = noise_gain_for(opt);
+  const double noise_gain = noise_gain_for(sk, opt);
 
   std::vector<std::string> args = {"mksim", "--log=root.thresh:warning", "--log=xbt_cfg.thresh:warning"};
   std::vector<std::string> config = default_simgrid_config();
