@@ -8,7 +8,6 @@
 #include "calibration/bench.hpp"
 #include "sim/engine/isolate.hpp"
 #include "sim/engine/machine_model.hpp"
-#include "sim/engine/noise.hpp"
 #include "sim/model/model.hpp"
 #include "sim/engine/replay.hpp"
 #include "skeletons/error.hpp"

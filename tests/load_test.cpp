@@ -3,7 +3,6 @@
 // compute and transfers the profiles stretch. Each TEST runs in its own process (one SimGrid engine each).
 #include "sim/engine/isolate.hpp"
 #include "sim/engine/load.hpp"
-#include "sim/engine/noise.hpp"
 #include "sim/engine/replay.hpp"
 #include "skeletons/rank_rng.hpp"
 #include "skeletons/skeleton_io.hpp"

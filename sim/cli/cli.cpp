@@ -133,6 +133,7 @@ int cmd_predict(const std::vector<std::string>& args, std::ostream& out, std::os
     if (!dir.empty() && !fs::is_directory(dir)) throw UsageError(output + ": directory " + dir.string() + " does not exist");
   }
   skeletons::Skeleton sk = skeletons::load_skeleton(resolve_data(skeleton, "skeletons/examples"));
+  opt.noise_gain = noise_gain_for(sk, opt);  // calibrate=program noise: replays in children, before this one's engine
   results::RunResult res = load_seeds > 1 ? replay_load_seeds(sk, opt, load_seeds) : replay(sk, opt);
   if (!output.empty()) results::write_run_hdf5(output, res);
   out << results::summarize(res);

@@ -106,7 +106,7 @@ struct BusyLoad {
 struct NoiseLoad {
   double alpha_s = -1;  ///< < 0: the platform's mksim.skew_alpha_s
   /// "program" (default): lambda(P) times the gain that makes a 2-D halo program without compute (the paper's own
-  /// experiment for alpha) alpha sqrt(P) longer per exchange in replay (sim/engine/noise.hpp); "exchange": lambda(P)
+  /// experiment for alpha) alpha sqrt(P) longer per exchange in replay (noise_gain_for, sim/engine/isolate.hpp); "exchange": lambda(P)
   /// alone, the expected largest detour of one exchange is alpha sqrt(P)
   std::string calibrate = "program";
   std::string describe() const;

@@ -1,7 +1,6 @@
 // Platform loading: SimGrid XML as is, except mksim's marked meshes, which are built natively (sim/engine/mesh_zone.hpp).
 #include "sim/engine/platform.hpp"
 
-#include "sim/engine/machine_model.hpp"
 #include "sim/engine/mesh_zone.hpp"
 
 #include <simgrid/s4u/NetZone.hpp>
@@ -9,8 +8,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -201,17 +198,6 @@ void load_platform(simgrid::s4u::Engine& engine, const std::string& path, LoadPa
   } catch (const std::exception& e) {
     throw std::runtime_error("cannot load platform file '" + path + "': " + e.what());
   }
-}
-
-double platform_skew_alpha(const std::string& path)
-{
-  const Prescan scan = prescan(read_head(path));
-  const auto it      = scan.root_props.find("mksim.skew_alpha_s");
-  if (it == scan.root_props.end())
-    return 0;
-  char* end      = nullptr;
-  const double v = std::strtod(it->second.c_str(), &end);
-  return end != it->second.c_str() && std::isfinite(v) ? v : 0;
 }
 
 MachineParams read_machine_params(const simgrid::s4u::Engine& engine)

@@ -8,7 +8,6 @@
 
 #include "sim/engine/collectives.hpp"
 #include "sim/engine/load.hpp"
-#include "sim/engine/noise.hpp"
 #include "sim/engine/phase_patterns.hpp"
 #include "sim/engine/platform.hpp"
 #include "sim/engine/transport.hpp"
@@ -911,6 +910,9 @@ LoadSetup setup_load(sg4::Engine& engine, const ReplayOptions& opt, const std::v
           throw LoadError(rule->where + "noise without alpha= takes the platform's mksim.skew_alpha_s, which " + opt.platform_path +
                           " does not give (or gives 0): write alpha=SECONDS");
         const bool program = rule->noise.calibrate == "program";
+        if (program && noise_gain < 0)
+          throw LoadError(rule->where + "calibrate=program needs the noise's gain: replay through replay_in_child or replay_load_seeds, or "
+                          "set ReplayOptions::noise_gain (noise_gain_for, sim/engine/isolate.hpp)");
         out.noise_scale[r] = NoiseLoad::scale_s(alpha, opt.P) * (program ? noise_gain : 1.0);
         ++noisy[{alpha, program}];
       }
@@ -935,8 +937,7 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
   // Validate everything that can be validated before the engine exists.
   std::vector<double> frame = bind_parameters(sk, opt.P, opt.params);
   check_for_run(sk, frame, opt.P);
-  // The program-level gain of the OS noise replays its calibration program in children: before this process's engine.
-  const double noise_gain = noise_gain_for(sk, opt);
+  const double noise_gain = opt.noise_gain;  // of calibrate=program noise: noise_gain_for (isolate.hpp) gives it
 
   std::vector<std::string> args = {"mksim", "--log=root.thresh:warning", "--log=xbt_cfg.thresh:warning"};
   std::vector<std::string> config = default_simgrid_config();

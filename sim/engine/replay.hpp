@@ -49,8 +49,8 @@ struct ReplayOptions {
   /// The same rules as text, in place of load_file (`mksim model --cross-check` replays with "noise *").
   std::string load_text;
   std::uint64_t load_seed = 1;               ///< seed of the stochastic loads (busy and noise lines of the load file)
-  /// Gain of `noise ... calibrate=program` rules (sim/engine/noise.hpp); < 0: replay() replays the calibration
-  /// program itself first (replay_load_seeds computes it once for all its draws).
+  /// Gain of `noise ... calibrate=program` rules (noise_gain_for, sim/engine/isolate.hpp); < 0: not computed, which
+  /// replay() refuses when such a rule applies (replay_in_child and replay_load_seeds compute it).
   double noise_gain = -1;
 };
 
