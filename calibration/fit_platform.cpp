@@ -468,12 +468,21 @@ std::vector<double> model_times(const std::string& platform, const skeletons::Sk
   return nlohmann::json::parse(r.output).get<std::vector<double>>();
 }
 
-double replay_time(const std::string& platform, const skeletons::Skeleton& sk, const MeasuredRun& run) {
+/** @brief The replayed time of one run; with noise_seeds > 0, the mean over that many draws of the OS noise
+ *  calibrated to the platform's skew alpha. */
+double replay_time(const std::string& platform, const skeletons::Skeleton& sk, const MeasuredRun& run, int noise_seeds = 0,
+                   double noise_gain = -1) {
   sim::ReplayOptions o;
   o.platform_path = platform;
   o.P = run.P;
   o.params = run.params;
   try {
+    if (noise_seeds > 0) {
+      o.load_text = "noise *";
+      o.noise_gain = noise_gain;
+      for (const auto& [k, v] : sim::replay_load_seeds(sk, o, noise_seeds).attributes)
+        if (k == "load.mean_s") return std::stod(v);
+    }
     return sim::replay_in_child(sk, o).predicted_time_s;
   } catch (const std::exception& e) {
     throw FitInputError("replay of the run at line " + std::to_string(run.line) + " (P=" + std::to_string(run.P) + "): " + e.what());
@@ -897,11 +906,20 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   }
 }
 
-std::vector<ValidationRow> validate_platform(const std::string& platform, const skeletons::Skeleton& sk, const MeasuredRuns& runs) {
+std::vector<ValidationRow> validate_platform(const std::string& platform, const skeletons::Skeleton& sk, const MeasuredRuns& runs,
+                                             int noise_seeds) {
   const std::vector<double> model = model_times(platform, sk, runs.runs);
+  const double alpha = sim::platform_skew_alpha(platform);
+  const bool noise = noise_seeds > 0 && alpha > 0;
+  std::map<int, double> gains;  // the noise's program-level gain depends on the platform and P only
   std::vector<ValidationRow> rows;
-  for (std::size_t i = 0; i < runs.runs.size(); ++i)
-    rows.push_back({runs.runs[i], replay_time(platform, sk, runs.runs[i]), model[i]});
+  for (std::size_t i = 0; i < runs.runs.size(); ++i) {
+    const MeasuredRun& run = runs.runs[i];
+    rows.push_back({run, replay_time(platform, sk, run), model[i]});
+    if (!noise) continue;
+    if (!gains.count(run.P)) gains[run.P] = sim::program_noise_gain(platform, run.P, alpha);
+    rows.back().replay_noise_s = replay_time(platform, sk, run, noise_seeds, gains[run.P]);
+  }
   return rows;
 }
 
@@ -913,8 +931,9 @@ std::string format_validation(const std::vector<ValidationRow>& rows, const std:
     std::snprintf(b, sizeof b, " %12s", c.c_str());
     o << b;
   }
-  o << "   measured_s     replay_s      model_s  replay_err  model_err\n";
-  double sum_r = 0, sum_m = 0, worst_r = 0, worst_m = 0;
+  const bool noisy = std::any_of(rows.begin(), rows.end(), [](const ValidationRow& r) { return r.replay_noise_s >= 0; });
+  o << "   measured_s     replay_s      model_s  replay_err  model_err" << (noisy ? "  replay+noise_s   noise_err" : "") << "\n";
+  double sum_r = 0, sum_m = 0, worst_r = 0, worst_m = 0, sum_n = 0, worst_n = 0;
   bool replayed = true;
   for (const auto& r : rows) {
     std::snprintf(b, sizeof b, "%7d", r.run.P);
@@ -926,11 +945,19 @@ std::string format_validation(const std::vector<ValidationRow>& rows, const std:
     const double er = rel_error(r.replay_s, r.run.time_s), em = rel_error(r.model_s, r.run.time_s);
     if (r.replay_s < 0) {
       replayed = false;
-      std::snprintf(b, sizeof b, " %12.6f %12s %12.6f %11s %+9.2f%%\n", r.run.time_s, "-", r.model_s, "-", 100 * em);
+      std::snprintf(b, sizeof b, " %12.6f %12s %12.6f %11s %+9.2f%%", r.run.time_s, "-", r.model_s, "-", 100 * em);
     } else {
-      std::snprintf(b, sizeof b, " %12.6f %12.6f %12.6f %+10.2f%% %+9.2f%%\n", r.run.time_s, r.replay_s, r.model_s, 100 * er, 100 * em);
+      std::snprintf(b, sizeof b, " %12.6f %12.6f %12.6f %+10.2f%% %+9.2f%%", r.run.time_s, r.replay_s, r.model_s, 100 * er, 100 * em);
     }
     o << b;
+    if (noisy) {
+      const double en = rel_error(r.replay_noise_s, r.run.time_s);
+      std::snprintf(b, sizeof b, " %16.6f %+10.2f%%", r.replay_noise_s, 100 * en);
+      o << b;
+      sum_n += std::fabs(en);
+      worst_n = std::max(worst_n, std::fabs(en));
+    }
+    o << "\n";
     sum_r += std::fabs(er);
     sum_m += std::fabs(em);
     worst_r = std::max(worst_r, std::fabs(er));
@@ -943,6 +970,10 @@ std::string format_validation(const std::vector<ValidationRow>& rows, const std:
   else
     std::snprintf(b, sizeof b, "mean |error|: model %.2f%%; worst: model %.2f%% (%zu run(s))\n", 100 * sum_m / n, 100 * worst_m, rows.size());
   o << b;
+  if (noisy) {
+    std::snprintf(b, sizeof b, "mean |error|: replay with the OS noise calibrated to the skew %.2f%%; worst %.2f%%\n", 100 * sum_n / n, 100 * worst_n);
+    o << b;
+  }
   return o.str();
 }
 

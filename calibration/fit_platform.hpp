@@ -111,11 +111,16 @@ void write_file_atomically(const std::string& path, const std::string& text);
 struct ValidationRow {
   MeasuredRun run;
   double replay_s = 0, model_s = 0;
+  /// replay under the OS noise calibrated to the platform's skew alpha (load rule "noise *"), mean of its draws;
+  /// < 0: not replayed (no noise seeds asked, or a platform without alpha)
+  double replay_noise_s = -1;
 };
 
-/** @brief Predicts every run with the platform (replay per run in a child; the model in one child). */
+/** @brief Predicts every run with the platform (replay per run in a child; the model in one child). With
+ *  noise_seeds > 0 and a platform skew alpha > 0, also replays each run under that many draws of the OS noise
+ *  calibrated to alpha (sim/engine/load.hpp, NoiseLoad), so that replay carries the model's skew term too. */
 std::vector<ValidationRow> validate_platform(const std::string& platform_path, const skeletons::Skeleton& skeleton,
-                                             const MeasuredRuns& runs);
+                                             const MeasuredRuns& runs, int noise_seeds = 0);
 
 /** @brief Relative error (predicted - measured) / measured. */
 inline double rel_error(double predicted, double measured) { return (predicted - measured) / measured; }

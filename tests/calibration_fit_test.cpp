@@ -157,10 +157,17 @@ std::pair<double, double> fit_steps(const std::vector<double>& C, const std::vec
   return {(c1 * dd - d1 * cd) / det, (cc * d1 - cd * c1) / det};
 }
 
-double mean_abs_where(const std::vector<calibration::ValidationRow>& rows, bool model, const std::function<bool(std::size_t)>& take) {
+enum class Method { MODEL, REPLAY, REPLAY_NOISE };
+
+/// Draws of the OS noise per row for the replay with the skew (the column replay+noise_s): the mean of 4
+constexpr int NOISE_SEEDS = 4;
+
+double mean_abs_where(const std::vector<calibration::ValidationRow>& rows, Method m, const std::function<bool(std::size_t)>& take) {
   std::vector<double> v;
   for (std::size_t i = 0; i < rows.size(); ++i)
-    if (take(i)) v.push_back(calibration::rel_error(model ? rows[i].model_s : rows[i].replay_s, rows[i].run.time_s));
+    if (take(i))
+      v.push_back(calibration::rel_error(m == Method::MODEL ? rows[i].model_s : m == Method::REPLAY ? rows[i].replay_s : rows[i].replay_noise_s,
+                                         rows[i].run.time_s));
   return mean_abs(v);
 }
 
@@ -208,12 +215,17 @@ TEST(FitPlatform, Seed000Table1FromP4RowsPredictsTheOthers) {
     std::vector<calibration::MeasuredRun> train;
     std::function<bool(std::size_t)> held;  // by row index in the table
     double held_model, held_replay;         // bounds on the held-out means: the figure measured + about 0.6 point
+    bool noise;                             // also replay under the OS noise calibrated to the skew (issue 18)
   };
-  // Measured (deterministic: the same inputs give the same figures): (a) held out model 3.20%, replay 4.71% (over
-  // all 18: 2.77%, 4.09%); (b) held out model 2.88%, replay 4.09% (over all 18: 2.72%, 3.93%). The paper: 9.14%.
+  // Measured (deterministic: the same inputs give the same figures): (a) held out model 3.20%, replay 4.73% (over
+  // all 18: 2.77%, 4.11%); (b) held out model 2.88%, replay 4.11% (over all 18: 2.72%, 3.95%). The paper: 9.14%.
+  // (b) again with the replay under the OS noise calibrated to the platform's skew alpha (the model's skew term in
+  // replay, issue 18; 4 draws per row, the program-level gain per P): held out 2.79%, over all 18 2.65% (model
+  // 2.88%, 2.72%); measured once for (a) too: held out 3.10%, all 18 2.68% (model 3.20%, 2.77%). Only (b) runs it here
+  // (the gain's calibration replays cost about a minute per experiment).
   const std::vector<Experiment> experiments = {
-      {"(a) the three P = 4 rows", p4, [&](std::size_t i) { return table.runs[i].P != 4; }, 0.038, 0.053},
-      {"(b) MK's single run, P = 4, lambda = 128", {p4[0]}, [](std::size_t i) { return i != 0; }, 0.035, 0.047},
+      {"(a) the three P = 4 rows", p4, [&](std::size_t i) { return table.runs[i].P != 4; }, 0.038, 0.053, false},
+      {"(b) MK's single run, P = 4, lambda = 128", {p4[0]}, [](std::size_t i) { return i != 0; }, 0.035, 0.047, true},
   };
   for (const auto& e : experiments) {
     const std::string train = dir + "/train.csv", cal = dir + "/paragon-atm2d.xml";
@@ -224,21 +236,29 @@ TEST(FitPlatform, Seed000Table1FromP4RowsPredictsTheOthers) {
     std::cout << e.name << ":\n" << out;
     EXPECT_NE(out.find("fitted    node_speed_flops"), std::string::npos) << out;
     EXPECT_NE(out.find("fixed     nic_latency_s"), std::string::npos) << out;  // the text's figures stay
-    const auto rows = calibration::validate_platform(cal, sk, all);
+    // the replay also under the OS noise calibrated to the platform's alpha (issue 18): the model's skew term in replay
+    const auto rows = calibration::validate_platform(cal, sk, all, e.noise ? NOISE_SEEDS : 0);
     std::cout << calibration::format_validation(rows, all.param_columns);
-    const double held_model = mean_abs_where(rows, true, e.held), held_replay = mean_abs_where(rows, false, e.held);
-    const double all_model = mean_abs_where(rows, true, [](std::size_t) { return true; });
-    const double all_replay = mean_abs_where(rows, false, [](std::size_t) { return true; });
-    std::printf("%s: mean |error| over the %d held-out rows: model %.2f%%, replay %.2f%%; over all 18 (as the paper): model %.2f%%, "
-                "replay %.2f%% (paper: 9.14%%)\n",
-                e.name.c_str(), static_cast<int>(18 - e.train.size()), 100 * held_model, 100 * held_replay, 100 * all_model,
-                100 * all_replay);
+    const auto every = [](std::size_t) { return true; };
+    const double held_model = mean_abs_where(rows, Method::MODEL, e.held), held_replay = mean_abs_where(rows, Method::REPLAY, e.held);
+    const double held_noise = e.noise ? mean_abs_where(rows, Method::REPLAY_NOISE, e.held) : -1;
+    const double all_model = mean_abs_where(rows, Method::MODEL, every), all_replay = mean_abs_where(rows, Method::REPLAY, every);
+    const double all_noise = e.noise ? mean_abs_where(rows, Method::REPLAY_NOISE, every) : -1;
+    std::printf("%s: mean |error| over the %d held-out rows: model %.2f%%, replay %.2f%%, replay with noise %.2f%%; over all 18 (as the "
+                "paper): model %.2f%%, replay %.2f%%, replay with noise %.2f%% (paper: 9.14%%)\n",
+                e.name.c_str(), static_cast<int>(18 - e.train.size()), 100 * held_model, 100 * held_replay, 100 * held_noise,
+                100 * all_model, 100 * all_replay, 100 * all_noise);
     std::fflush(stdout);
     EXPECT_LT(held_model, e.held_model) << e.name;
     EXPECT_LT(held_replay, e.held_replay) << e.name;
     // below the paper's own mean error (9.14% over the 18 rows, from one trace), by both methods
     EXPECT_LT(all_model, 0.0914) << e.name;
     EXPECT_LT(all_replay, 0.0914) << e.name;
+    if (e.noise) {  // with the skew in, replay is as close as the model (within half a point), closer than without
+      EXPECT_LT(held_noise, held_model + 0.005) << e.name;
+      EXPECT_LT(all_noise, all_model + 0.005) << e.name;
+      EXPECT_LT(all_noise, all_replay) << e.name;
+    }
   }
   fs::remove_all(dir);
 }

@@ -43,7 +43,7 @@ const char* USAGE =
     "       mkcalib show FILE.h5\n"
     "       mkcalib fit --platform BASE [--db FILE.h5] [--runs RUNS.csv --skeleton S] [--fit LIST] [--max-error E]\n"
     "                   [--no-replay] -o CALIBRATED.xml\n"
-    "       mkcalib validate --platform CALIBRATED.xml --skeleton S --runs HELDOUT.csv\n"
+    "       mkcalib validate --platform CALIBRATED.xml --skeleton S --runs HELDOUT.csv [--noise-seeds N]\n"
     "       mkcalib table-runs --table LINES.csv --machine NAME [-P N] [--steps S] -o RUNS.csv\n"
     "       mkcalib table-check --table LINES.csv --machine NAME --platform XML [-P N] [--steps S]\n"
     "       mkcalib patterns --platform BASE (--db FILE.h5 | --table LINES.csv --machine NAME) -o OUT.xml\n"
@@ -396,17 +396,21 @@ int cmd_patterns(const std::vector<std::string>& args, std::ostream& out) {
 int cmd_validate(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("mkcalib validate");
   std::string platform, runs, skeleton;
+  int noise_seeds = 0;
   desc.add_options()("help,h", "this help")
       ("platform", po::value(&platform)->required(), "the (calibrated) platform file or a bundled name")
       ("skeleton", po::value(&skeleton)->required(), "the skeleton of the measured program")
-      ("runs", po::value(&runs)->required(), "held-out measured runs (CSV as for fit)");
+      ("runs", po::value(&runs)->required(), "held-out measured runs (CSV as for fit)")
+      ("noise-seeds", po::value(&noise_seeds)->default_value(0),
+       "also replay under this many draws of the OS noise calibrated to the platform's skew alpha (column replay+noise_s)");
   if (!parse_options(args, desc, {}, out)) return EXIT_OK;
   const std::string platform_path = existing_data(platform, "platforms");
   const skeletons::Skeleton sk = load_skeleton_input(skeleton);
   const calibration::MeasuredRuns mr = read_runs(runs, sk);
   std::vector<calibration::ValidationRow> rows;
   try {
-    rows = calibration::validate_platform(platform_path, sk, mr);
+    if (noise_seeds < 0) throw UsageError("--noise-seeds must be >= 0");
+    rows = calibration::validate_platform(platform_path, sk, mr, noise_seeds);
   } catch (const calibration::FitInputError& e) {
     throw UsageError(e.what());
   }

@@ -10,6 +10,7 @@
 #include "results/summary.hpp"
 #include "results/sweep_table.hpp"
 #include "sim/engine/isolate.hpp"
+#include "sim/engine/load.hpp"
 #include "sim/engine/machine_model.hpp"
 #include "sim/model/model.hpp"
 #include "sim/model/model_queries.hpp"
@@ -59,7 +60,8 @@ const char* USAGE =
     "                       [--load FILE [--load-seed S] [--load-seeds N]]\n"
     "       mksim check --skeleton FILE [--P N] [--param NAME=VALUE ...]\n"
     "       mksim model --platform FILE --P N [--skeleton FILE] [--param NAME=VALUE ...] [--format text|latex|json]\n"
-    "                   [--no-skew] [--cross-check] [--collectives DB.h5,...] [--optimize NAME --range LO..HI] [--Ps LIST] [--speedup]\n"
+    "                   [--no-skew] [--cross-check [--load FILE] [--load-seed S] [--load-seeds N]] [--collectives DB.h5,...]\n"
+    "                   [--optimize NAME --range LO..HI] [--Ps LIST] [--speedup]\n"
     "                   [--constant-time NAME=T0 --range LO..HI] [--isospeed NAME --range LO..HI]\n"
     "       mksim compare --platform FILE --skeleton FILE [--vs-platform FILE] [--vs-skeleton FILE]\n"
     "                     --scan P=LO..HI | NAME=LO..HI [--P N] [--param NAME=VALUE ...] [--no-skew]\n"
@@ -131,11 +133,12 @@ int cmd_predict(const std::vector<std::string>& args, std::ostream& out, std::os
     if (!dir.empty() && !fs::is_directory(dir)) throw UsageError(output + ": directory " + dir.string() + " does not exist");
   }
   skeletons::Skeleton sk = skeletons::load_skeleton(resolve_data(skeleton, "skeletons/examples"));
+  opt.noise_gain = noise_gain_for(sk, opt);  // calibrate=program noise: replays in children, before this one's engine
   results::RunResult res = load_seeds > 1 ? replay_load_seeds(sk, opt, load_seeds) : replay(sk, opt);
   if (!output.empty()) results::write_run_hdf5(output, res);
   out << results::summarize(res);
   for (const auto& [k, v] : res.attributes)
-    if (k == "load.hosts" || k == "load.links") out << k << ": " << v << "\n";
+    if (k == "load.hosts" || k == "load.links" || k == "noise.model") out << k << ": " << v << "\n";
   if (load_seeds > 1) {
     std::map<std::string, std::string> a(res.attributes.begin(), res.attributes.end());
     out << "background load: " << load_seeds << " draws (seeds " << a["load.seeds"] << "): mean " << a["load.mean_s"]
@@ -579,7 +582,9 @@ int cmd_model(const std::vector<std::string>& args, std::ostream& out) {
   std::string platform, skeleton, format = "text";
   int P = 0;
   bool no_skew = false, cross_check = false, speedup = false;
-  std::string optimize, range, ps_text, constant_time, isospeed;
+  std::string optimize, range, ps_text, constant_time, isospeed, load;
+  unsigned long long load_seed = 1;
+  int load_seeds = 8;
   std::vector<std::string> params, colls;
   desc.add_options()("help,h", "this help")
       ("platform", po::value(&platform)->required(), "SimGrid platform XML (or a bundled name: paragon, t3e, ipsc860)")
@@ -588,7 +593,11 @@ int cmd_model(const std::vector<std::string>& args, std::ostream& out) {
       ("param", po::value(&params)->composing(), "parameter value NAME=VALUE (repeatable, or comma-separated)")
       ("format", po::value(&format)->default_value("text"), "text, latex or json")
       ("no-skew", po::bool_switch(&no_skew), "leave out the platform's skew term alpha*sqrt(P)")
-      ("cross-check", po::bool_switch(&cross_check), "also replay the same point and compare, phase by phase")
+      ("cross-check", po::bool_switch(&cross_check), "also replay the same point and compare, phase by phase; with the skew term, "
+                                                      "the replay has the OS noise calibrated to it (load rule \"noise *\")")
+      ("load", po::value(&load), "--cross-check: replay under this load file instead (sim/engine/README.md)")
+      ("load-seed", po::value(&load_seed)->default_value(1), "--cross-check: seed of the first draw of the noise or load")
+      ("load-seeds", po::value(&load_seeds)->default_value(8), "--cross-check: draws of a stochastic noise or load, mean and 95% interval")
       ("optimize", po::value(&optimize), "best integer value of this parameter (dT/dNAME = 0, seed 000 s.5.4), at each of --Ps")
       ("range", po::value(&range), "LO..HI: the range of --optimize, --constant-time or --isospeed")
       ("Ps", po::value(&ps_text), "rank counts for the queries: 4,8,16 or 4..128 (powers of two) or 4..64:+4")
@@ -616,13 +625,29 @@ int cmd_model(const std::vector<std::string>& args, std::ostream& out) {
   }
   // The replay runs in a child process before this one loads SimGrid for the model's routes.
   results::RunResult replayed;
+  std::string replay_noise;  // what the replay's noise or load is, for the report
+  if (load_seeds < 1) throw UsageError("--load-seeds must be >= 1");
   if (cross_check) {
     ReplayOptions ro;
     ro.platform_path = platform_path;
     ro.P = P;
     ro.params = mo.params;
     ro.collectives = mo.collectives;
-    replayed = replay_in_child(sk, ro);
+    ro.load_file = load;
+    ro.load_seed = load_seed;
+    if (load.empty() && mo.skew && platform_skew_alpha(platform_path) > 0) ro.load_text = "noise *";  // the model's skew, in replay
+    const bool stochastic = !ro.load_text.empty() || (!load.empty() && read_load_spec(load).stochastic());
+    replayed = stochastic ? replay_load_seeds(sk, ro, load_seeds) : replay_in_child(sk, ro);
+    std::map<std::string, std::string> a(replayed.attributes.begin(), replayed.attributes.end());
+    if (!ro.load_text.empty() && a["noise.detours"] == "0") {
+      // no phase took a detour (pipelines only): the plain replay, reported as such
+    } else if (stochastic) {
+      replayed.predicted_time_s = std::stod(a["load.mean_s"]);  // compared as the mean of the draws
+      replay_noise = (a.count("noise.model") ? "OS noise " + a["noise.model"] : "load " + a["load.model"]) + ", mean of " +
+                     std::to_string(load_seeds) + " draws +- " + fixed(std::stod(a["load.ci95_s"])) + " s (95%)";
+    } else if (!load.empty()) {
+      replay_noise = "load " + a["load.model"];
+    }
   }
   const MachineModel machine = load_machine_model(platform_path, P);
   const AnalyticModel m = derive_model(sk, machine, mo);
@@ -653,16 +678,19 @@ int cmd_model(const std::vector<std::string>& args, std::ostream& out) {
     for (const auto& n : m.notes) out << "note: " << n << "\n";
   }
   if (cross_check) {
-    // Per phase label: the model's terms (skew aside) against two views of the replay: the time its critical
+    // Per phase label: the model's terms against two views of the replay: the time its critical
     // rank spent in the label (these add up to the replayed time, but a pipeline's fill lands where that rank
     // waits), and the label's end-to-end time (when the last rank left it, minus when the last rank left the
     // label that ended before it: right for phases that follow each other, meaningless for interleaved ones).
     // A phase is blamed for a gap only when both views disagree with the model.
     std::map<std::string, double> model_by_label, critical_by_label, end_by_label;
+    // With the replay's OS noise (calibrated to the skew term) the model's skew counts in its phase and total;
+    // without it, the skew term is left out (a replay without noise has no skew).
+    const bool noisy = replay_noise.rfind("OS noise", 0) == 0;
     double skew = 0;
     for (const auto& t : m.terms) {
       if (t.kind == "skew") skew += t.value_s;
-      else model_by_label[t.phase] += t.value_s;
+      if (t.kind != "skew" || noisy) model_by_label[t.phase] += t.value_s;
     }
     std::vector<std::pair<double, std::string>> ends;
     for (const auto& ph : replayed.phases) {
@@ -674,9 +702,12 @@ int cmd_model(const std::vector<std::string>& args, std::ostream& out) {
     std::set<std::string> labels;
     for (const auto& [k, v] : model_by_label) labels.insert(k);
     for (const auto& [k, v] : critical_by_label) labels.insert(k);
-    const double model_total = m.value_s - skew;
+    const double model_total = noisy ? m.value_s : m.value_s - skew;
     const double gap = (model_total - replayed.predicted_time_s) / replayed.predicted_time_s;
-    out << "cross-check (replay at the same point" << (skew > 0 ? "; the model's skew term " + fixed(skew) + " s is left out: replay has no skew" : "")
+    out << "cross-check (replay at the same point"
+        << (noisy ? "; the model's skew term " + fixed(skew) + " s is in, the replay has " + replay_noise
+                  : (skew > 0 ? "; the model's skew term " + fixed(skew) + " s is left out: replay has no skew" : "") +
+                        (replay_noise.empty() ? "" : "; the replay has " + replay_noise))
         << "):\n";
     out << "  total: model " << fixed(model_total) << " s, replay " << fixed(replayed.predicted_time_s) << " s, difference "
         << fixed(100 * gap, 3) << "%\n";

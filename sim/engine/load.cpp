@@ -240,16 +240,30 @@ Availability BusyLoad::draw(std::uint64_t seed, int host_index, const std::strin
   return Availability(gen, source);
 }
 
+// ------------------------------------------------------------------------------------------------ OS noise
+
+std::string NoiseLoad::describe() const {
+  return "noise lomax2 alpha=" + (alpha_s < 0 ? std::string("platform") : fmtd(alpha_s)) + " calibrate=" + calibrate;
+}
+
+double NoiseLoad::max_factor(int P) {
+  const double p = P;
+  return std::sqrt(M_PI) * std::exp(std::lgamma(p + 1) - std::lgamma(p + 0.5)) - 1;
+}
+
+double NoiseLoad::scale_s(double alpha_s, int P) { return P < 1 ? 0.0 : alpha_s * std::sqrt(static_cast<double>(P)) / max_factor(P); }
+
 // --------------------------------------------------------------------------------------------- load files
 
 bool LoadSpec::stochastic() const {
-  return std::any_of(hosts.begin(), hosts.end(), [](const HostRule& h) { return h.profile.empty(); });
+  return !noise.empty() || std::any_of(hosts.begin(), hosts.end(), [](const HostRule& h) { return h.profile.empty(); });
 }
 
 std::string LoadSpec::describe() const {
   std::string out;
   for (const auto& h : hosts) out += (out.empty() ? "" : "; ") + ("speed " + h.hosts + " " + (h.profile.empty() ? h.busy.describe() : h.profile));
   for (const auto& l : links) out += (out.empty() ? "" : "; ") + (l.kind + " " + l.link + " " + l.profile);
+  for (const auto& n : noise) out += (out.empty() ? "" : "; ") + (n.hosts + " " + n.noise.describe());
   return out;
 }
 
@@ -268,9 +282,9 @@ bool host_rule_matches(const std::string& hosts, const std::string& name, int ra
   return hosts == name;
 }
 
-LoadSpec read_load_spec(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw LoadError(path + ": cannot open the load file");
+namespace {
+
+LoadSpec parse_load_lines(std::istream& in, const std::string& path) {
   LoadSpec spec;
   spec.file = path;
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
@@ -339,10 +353,42 @@ LoadSpec read_load_spec(const std::string& path) {
       }
       if (!has_duty || !has_period) throw LoadError(where + "busy needs duty=D and period=T");
       spec.hosts.push_back({w[1], where, "", b});
+    } else if (kw == "noise") {
+      if (w.size() < 2) throw LoadError(where + "expected \"noise HOSTS [alpha=SECONDS] [calibrate=program|exchange]\"");
+      host_rule_matches(w[1], "", 0, where);
+      NoiseLoad nl;
+      for (std::size_t i = 2; i < w.size(); ++i) {
+        double v = 0;
+        if (w[i] == "calibrate=program" || w[i] == "calibrate=exchange") {
+          nl.calibrate = w[i].substr(10);
+        } else if (w[i].rfind("alpha=", 0) == 0 && parse_number(w[i].substr(6), v) && v >= 0) {
+          nl.alpha_s = v;
+        } else {
+          throw LoadError(where + "\"" + w[i] + "\": expected alpha=SECONDS (>= 0, the skew of seed 000 s.5.2) or calibrate=program|exchange");
+        }
+      }
+      spec.noise.push_back({w[1], where, nl});
     } else {
-      throw LoadError(where + "unknown directive \"" + kw + "\" (speed, bandwidth, latency, busy)");
+      throw LoadError(where + "unknown directive \"" + kw + "\" (speed, bandwidth, latency, busy, noise)");
     }
   }
+  return spec;
+}
+
+}  // namespace
+
+LoadSpec read_load_spec(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw LoadError(path + ": cannot open the load file");
+  LoadSpec spec = parse_load_lines(in, path);
+  spec.file = path;
+  return spec;
+}
+
+LoadSpec parse_load_spec(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  LoadSpec spec = parse_load_lines(in, name);
+  spec.file = name;
   return spec;
 }
 

@@ -2,6 +2,7 @@
 // into compute blocks, link profiles handed to SimGrid, and a seeded stochastic background load.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
@@ -92,11 +93,39 @@ struct BusyLoad {
   Availability draw(std::uint64_t seed, int host_index, const std::string& source) const;
 };
 
+/** @brief OS noise (issue 18, "skew in replay"): after each synchronous exchange (a recv, wait or waitall that
+ *  completes at least one receive: where the analytic model closes an exchange with receives) a rank loses a
+ *  detour d of its CPU before it goes on, drawn from its own stream. d follows a Lomax (Pareto II) law of tail
+ *  index 2, P(d > x) = (1 + x/lambda)^-2: among laws of one shape for every node, only a tail index of 2 makes the
+ *  expected largest of P draws grow as sqrt(P) (extreme values: the maximum of P draws of tail index k grows as
+ *  P^(1/k)), the form seed 000 s.5.2 measured, T(phase) = tau(m) + alpha sqrt(P). Exactly,
+ *  E[max of P] = lambda c(P), c(P) = sqrt(pi) Gamma(P+1) / Gamma(P+1/2) - 1 (c(1) = 1, c(P) -> sqrt(pi P) - 1),
+ *  so lambda(P) = alpha sqrt(P) / c(P) makes the expected skew of one exchange alpha sqrt(P) at every P
+ *  (lambda = alpha at P = 1, 0.585 alpha at P = 256, alpha / sqrt(pi) in the limit: nearly a per-node constant).
+ *  alpha: given, or the platform's mksim.skew_alpha_s (the model's). */
+struct NoiseLoad {
+  double alpha_s = -1;  ///< < 0: the platform's mksim.skew_alpha_s
+  /// "program" (default): lambda(P) times the gain that makes a 2-D halo program without compute (the paper's own
+  /// experiment for alpha) alpha sqrt(P) longer per exchange in replay (noise_gain_for, sim/engine/isolate.hpp); "exchange": lambda(P)
+  /// alone, the expected largest detour of one exchange is alpha sqrt(P)
+  std::string calibrate = "program";
+  std::string describe() const;
+  /** @brief c(P): the expected largest of P draws of the law at lambda = 1. */
+  static double max_factor(int P);
+  /** @brief lambda(P) = alpha sqrt(P) / c(P). */
+  static double scale_s(double alpha_s, int P);
+  /** @brief One detour of scale lambda from a uniform u in [0, 1): lambda ((1-u)^-1/2 - 1). */
+  static double detour_s(double lambda_s, double u) { return lambda_s * (1.0 / std::sqrt(1.0 - u) - 1.0); }
+};
+
 /** @brief A load file (`mksim predict --load FILE`): one directive per line, '#' comments.
  *    speed HOSTS PROFILE            host speed availability (SimGrid speed profile)
  *    bandwidth LINK PROFILE         link bandwidth availability (fraction of the peak)
  *    latency LINK PROFILE           link latency (absolute seconds)
  *    busy HOSTS duty=D period=T [tasks=K] [random=phase|exp] [demand=wall|cpu]
+ *    noise HOSTS [alpha=S] [calibrate=program|exchange]
+ *                                   OS noise calibrated to the skew alpha*sqrt(P) (NoiseLoad; default alpha: the
+ *                                   platform's mksim.skew_alpha_s)
  *  HOSTS: a host name, rank:N (the host rank N runs on), rank:A-B, or '*' (every compute host). PROFILE paths
  *  are relative to the load file. A later line for the same host replaces an earlier one. */
 struct LoadSpec {
@@ -112,15 +141,24 @@ struct LoadSpec {
     std::string kind;    ///< "bandwidth" or "latency"
     std::string profile; ///< resolved path
   };
+  struct NoiseRule {
+    std::string hosts;
+    std::string where;
+    NoiseLoad noise;
+  };
   std::string file;
   std::vector<HostRule> hosts;
   std::vector<LinkRule> links;
+  std::vector<NoiseRule> noise;  ///< a later rule for the same host replaces an earlier one
   bool stochastic() const;
   /** @brief One line per rule, for results and reports. */
   std::string describe() const;
 };
 
 LoadSpec read_load_spec(const std::string& path);
+/** @brief The same rules from text (`name` stands for the file in messages; profile paths relative to the working
+ *  directory): `mksim model --cross-check` replays with "noise *". */
+LoadSpec parse_load_spec(const std::string& text, const std::string& name);
 
 /** @brief Whether rule text HOSTS selects the compute host `name` that rank `rank` runs on (-1: no rank). */
 bool host_rule_matches(const std::string& hosts, const std::string& name, int rank, const std::string& where);

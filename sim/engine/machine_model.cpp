@@ -12,9 +12,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
 #include <limits>
 #include <memory>
 #include <stdexcept>
+#include <string>
 
 namespace mksim::sim {
 
@@ -60,6 +64,21 @@ MachineModel load_machine_model(const std::string& platform_path, int P) {
     return f;
   };
   return m;
+}
+
+double platform_skew_alpha(const std::string& platform_path) {
+  // mksim's own property, written on one line by the generator (platforms/generator.cpp) in the file's head
+  std::ifstream in(platform_path, std::ios::binary);
+  std::string head(64 * 1024, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  static const std::regex prop(R"re(<prop\s+id\s*=\s*"mksim\.skew_alpha_s"\s+value\s*=\s*"([^"]*)")re");
+  std::smatch m;
+  if (!std::regex_search(head, m, prop)) return 0;
+  char* end = nullptr;
+  const std::string text = m[1].str();
+  const double v = std::strtod(text.c_str(), &end);
+  return end != text.c_str() && std::isfinite(v) ? v : 0;
 }
 
 }  // namespace mksim::sim

@@ -41,4 +41,8 @@ struct MachineModel {
  *  Throws std::runtime_error naming the file when it cannot be loaded or has fewer than P hosts. */
 MachineModel load_machine_model(const std::string& platform_path, int P);
 
+/** @brief The platform's skew alpha (root zone property mksim.skew_alpha_s, 0 when absent), read from the file's
+ *  head without SimGrid: a process may ask before it replays in a child (`mksim model --cross-check`). */
+double platform_skew_alpha(const std::string& platform_path);
+
 }  // namespace mksim::sim

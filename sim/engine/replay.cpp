@@ -73,6 +73,12 @@ struct RankState {
   std::vector<int> coll_seq;      // per communicator: the collectives this rank has entered on it
   results::RankTimes times;
   double agg = 1;                 // what-if aggregation: multiplier of message sizes and compute in aggregated loops
+  // OS noise (load file `noise`): the scale lambda of the rank's detours (0: none), their stream, and the
+  // receives posted since the rank's last synchronisation (a detour follows a sync that completed one).
+  double noise_scale_s = 0;
+  skeletons::RankRng noise_rng;
+  int recvs_since_sync = 0;
+  int detours = 0;
   // Diagnosis: waits of the current MPI block by the peer waited for and by kind, flushed by account().
   std::vector<std::pair<int, double>> wait_peers;
   double wait_late_sender = 0, wait_late_receiver = 0, wait_collective = 0;
@@ -128,6 +134,25 @@ class ReplayContext final : public P2PLayer {
   void set_load(std::vector<std::unique_ptr<Availability>> avail) {
     avail_ = std::move(avail);
     for (int r = 0; r < P_ && static_cast<std::size_t>(r) < avail_.size(); ++r) ranks_[r].avail = avail_[r].get();
+  }
+
+  /** @brief OS noise: each rank's detour scale lambda (0: none), the seed of the detours' streams, and the phase
+   *  labels that take none (pipelines: the model gives them no skew term either). */
+  void set_noise(const std::vector<double>& scale_s, std::uint64_t seed, const std::vector<std::string>& quiet_labels) {
+    noise_block_.assign(sk_.blocks.size(), 1);
+    for (std::size_t b = 0; b < sk_.blocks.size(); ++b)
+      if (std::find(quiet_labels.begin(), quiet_labels.end(), sk_.blocks[b].phase) != quiet_labels.end()) noise_block_[b] = 0;
+    for (int r = 0; r < P_ && static_cast<std::size_t>(r) < scale_s.size(); ++r) {
+      ranks_[r].noise_scale_s = scale_s[r];
+      ranks_[r].noise_rng = skeletons::RankRng(seed ^ 0x6E6F697365ULL, r);  // "noise": apart from load and branch streams
+    }
+  }
+  double noise_total_s() const { return noise_total_s_; }
+  std::uint64_t noise_detours() const { return noise_detours_; }
+  int noise_rank_detours_max() const {
+    int m = 0;
+    for (const auto& rs : ranks_) m = std::max(m, rs.detours);
+    return m;
   }
 
   /** @brief Turns on per-rank block statistics and applies the what-ifs (block ids resolved here). */
@@ -451,6 +476,7 @@ class ReplayContext final : public P2PLayer {
       block_bytes_[b.index] += size;
     } else {
       req = post_recv(r, peer, tag, ctx, size, b.index);
+      ++rs.recvs_since_sync;
     }
     Split s;
     if (p.kind == P2PKind::SEND || p.kind == P2PKind::RECV) {
@@ -460,6 +486,7 @@ class ReplayContext final : public P2PLayer {
       if (p.request >= 0) rs.named[p.request] = req;
     }
     account(r, b.index, t0, s, p.kind == P2PKind::SEND || p.kind == P2PKind::ISEND ? "send" : "recv");
+    if (p.kind == P2PKind::RECV) synchronised(r, b.index);
   }
 
   void exec(int r, const Block& b, const Wait& w) {
@@ -476,6 +503,7 @@ class ReplayContext final : public P2PLayer {
       rs.named[w.request] = nullptr;
     }
     account(r, b.index, t0, s, "wait");
+    synchronised(r, b.index);
   }
 
   void exec(int r, const Block& b, const WaitAll&) {
@@ -492,6 +520,30 @@ class ReplayContext final : public P2PLayer {
     }
     std::fill(rs.named.begin(), rs.named.end(), nullptr);
     account(r, b.index, t0, total, "waitall");
+    synchronised(r, b.index);
+  }
+
+  /** @brief The end of a synchronous exchange (a recv, wait or waitall: where the analytic model closes one).
+   *  When the rank received since its last one and has OS noise, it loses a detour before it goes on: the noise
+   *  it meets until its next exchange, which thus starts late (NoiseLoad, sim/engine/load.hpp). */
+  void synchronised(int r, int block) {
+    RankState& rs = ranks_[r];
+    const bool received = rs.recvs_since_sync > 0;
+    rs.recvs_since_sync = 0;
+    if (!received || rs.noise_scale_s <= 0 || !noise_block_[static_cast<std::size_t>(block)]) return;
+    const double d = NoiseLoad::detour_s(rs.noise_scale_s, rs.noise_rng.uniform());
+    const double t0 = now(r);
+    tr_.advance(r, d);
+    rs.times.compute_s += d;  // the rank's CPU was taken
+    noise_total_s_ += d;
+    ++noise_detours_;
+    ++rs.detours;
+    const std::size_t ph = static_cast<std::size_t>(block_phase_[block]);
+    phase_[ph].compute_s += d;
+    rank_phase_[static_cast<std::size_t>(r) * phase_.size() + ph] += d;
+    phase_[ph].end_s = std::max(phase_[ph].end_s, now(r));
+    if (stats_) rank_phase_compute_[static_cast<std::size_t>(r) * phase_.size() + ph] += d;
+    record(r, block, "noise", t0);
   }
 
   void exec(int r, const Block& b, const Collective& c) {
@@ -650,6 +702,9 @@ class ReplayContext final : public P2PLayer {
   skeletons::CommLayout layout_;  // the communicators' members at P, laid out once
   std::vector<RankState> ranks_;
   std::vector<std::unique_ptr<Availability>> avail_;
+  double noise_total_s_ = 0;            // detours of every rank (OS noise)
+  std::vector<char> noise_block_;       // by block: 1 when its synchronisations take detours
+  std::uint64_t noise_detours_ = 0;
   std::vector<std::uint64_t> block_exec_;
   std::vector<double> block_time_;
   std::vector<double> block_bytes_;
@@ -784,13 +839,17 @@ struct LoadSetup {
   std::string links;   ///< "link bandwidth=file; ..."
   std::string model;   ///< the load file's rules
   bool stochastic = false;
+  std::vector<double> noise_scale;  ///< per rank: lambda of its OS noise detours (0: none)
+  std::string noise;                ///< "alpha=..., lambda=... at P" of the noisy hosts, for the result
 };
 
 /** @brief Host speed profiles of the platform XML and of the load file (which wins), drawn stochastic loads, and
  *  the load file's link profiles attached to SimGrid's links. */
-LoadSetup setup_load(sg4::Engine& engine, const ReplayOptions& opt, const std::vector<sg4::Host*>& hosts) {
+LoadSetup setup_load(sg4::Engine& engine, const ReplayOptions& opt, const std::vector<sg4::Host*>& hosts, double platform_alpha_s,
+                     double noise_gain) {
   LoadSetup out;
   out.avail.resize(static_cast<std::size_t>(opt.P));
+  out.noise_scale.assign(static_cast<std::size_t>(opt.P), 0.0);
   std::vector<std::string> source(static_cast<std::size_t>(opt.P));
   try {
     const auto xml = xml_speed_files(opt.platform_path);
@@ -800,8 +859,8 @@ LoadSetup setup_load(sg4::Engine& engine, const ReplayOptions& opt, const std::v
           out.avail[r] = std::make_unique<Availability>(read_profile(file));
           source[r] = file;
         }
-    if (!opt.load_file.empty()) {
-      const LoadSpec spec = read_load_spec(opt.load_file);
+    if (!opt.load_file.empty() || !opt.load_text.empty()) {
+      const LoadSpec spec = opt.load_file.empty() ? parse_load_spec(opt.load_text, "(load rules)") : read_load_spec(opt.load_file);
       out.model = spec.describe();
       out.stochastic = spec.stochastic();
       for (int r = 0; r < opt.P; ++r) {
@@ -838,6 +897,29 @@ LoadSetup setup_load(sg4::Engine& engine, const ReplayOptions& opt, const std::v
         }
         out.links += (out.links.empty() ? "" : "; ") + (l.link + " " + l.kind + "=" + l.profile);
       }
+      std::map<std::pair<double, bool>, int> noisy;  // (alpha, program-calibrated) -> hosts, for the record
+      for (int r = 0; r < opt.P; ++r) {
+        const LoadSpec::NoiseRule* rule = nullptr;
+        for (const auto& n : spec.noise)
+          if (host_rule_matches(n.hosts, hosts[r]->get_name(), r, n.where)) rule = &n;
+        if (!rule) continue;
+        const double alpha = rule->noise.alpha_s < 0 ? platform_alpha_s : rule->noise.alpha_s;
+        if (rule->noise.alpha_s < 0 && !(platform_alpha_s > 0))
+          throw LoadError(rule->where + "noise without alpha= takes the platform's mksim.skew_alpha_s, which " + opt.platform_path +
+                          " does not give (or gives 0): write alpha=SECONDS");
+        const bool program = rule->noise.calibrate == "program";
+        if (program && noise_gain < 0)
+          throw LoadError(rule->where + "calibrate=program needs the noise's gain: replay through replay_in_child or replay_load_seeds, or "
+                          "set ReplayOptions::noise_gain (noise_gain_for, sim/engine/isolate.hpp)");
+        out.noise_scale[r] = NoiseLoad::scale_s(alpha, opt.P) * (program ? noise_gain : 1.0);
+        ++noisy[{alpha, program}];
+      }
+      for (const auto& [key, n] : noisy) {
+        const auto& [alpha, program] = key;
+        out.noise += (out.noise.empty() ? "" : "; ") + ("lomax2 alpha=" + num(alpha) + " calibrate=" + (program ? "program gain=" + num(noise_gain) : "exchange") +
+                                                        " lambda=" + num(NoiseLoad::scale_s(alpha, opt.P) * (program ? noise_gain : 1.0)) +
+                                                        " on " + std::to_string(n) + " host(s)");
+      }
     }
   } catch (const LoadError& e) {
     throw ReplayError(e.what());
@@ -853,6 +935,7 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
   // Validate everything that can be validated before the engine exists.
   std::vector<double> frame = bind_parameters(sk, opt.P, opt.params);
   check_for_run(sk, frame, opt.P);
+  const double noise_gain = opt.noise_gain;  // of calibrate=program noise: noise_gain_for (isolate.hpp) gives it
 
   std::vector<std::string> args = {"mksim", "--log=root.thresh:warning", "--log=xbt_cfg.thresh:warning"};
   std::vector<std::string> config = default_simgrid_config();
@@ -893,13 +976,25 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
 
   ReplayContext ctx(sk, machine, hosts, opt.P, frame, opt.seed, !opt.timeline_csv.empty());
   ctx.configure_diagnosis(opt.block_stats, opt.what_ifs);
-  LoadSetup load = setup_load(engine, opt, hosts);
+  LoadSetup load = setup_load(engine, opt, hosts, machine.skew_alpha_s, noise_gain);
   ctx.set_load(std::move(load.avail));
   ctx.set_measured(opt.collectives.get());
   PatternMap patterns;
   if (!machine.patterns.empty()) {
     patterns = phase_patterns(sk, frame, opt.P, machine.patterns);
     ctx.set_block_patterns(patterns.block_pattern, machine.patterns);
+  }
+  if (!load.noise.empty()) {  // pipelines take no detours, as the model gives them no skew
+    const PatternMap kinds = patterns.phases.empty() ? phase_patterns(sk, frame, opt.P, machine.patterns) : patterns;
+    std::vector<std::string> quiet;
+    for (const auto& ph : kinds.phases)
+      if (ph.kind == "pipeline") quiet.push_back(ph.label);
+    ctx.set_noise(load.noise_scale, opt.load_seed, quiet);
+    if (!quiet.empty()) {
+      std::string q;
+      for (const auto& l : quiet) q += (q.empty() ? "" : ",") + (l.empty() ? std::string("(unlabelled)") : l);
+      load.noise += "; none in pipeline phases " + q;
+    }
   }
   for (int r = 0; r < opt.P; ++r)
     ctx.transport().set_actor(r, sg4::Actor::create("rank-" + std::to_string(r), hosts[r], [&ctx, r] { ctx.run_rank(r); }));
@@ -948,10 +1043,16 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
   a.emplace_back("seed", std::to_string(opt.seed));
   if (!load.hosts.empty()) a.emplace_back("load.hosts", load.hosts);
   if (!load.links.empty()) a.emplace_back("load.links", load.links);
-  if (!opt.load_file.empty()) {
-    a.emplace_back("load.file", opt.load_file);
+  if (!opt.load_file.empty() || !opt.load_text.empty()) {
+    a.emplace_back("load.file", opt.load_file.empty() ? "(load rules)" : opt.load_file);
     a.emplace_back("load.model", load.model);
     if (load.stochastic) a.emplace_back("load.seed", std::to_string(opt.load_seed));
+  }
+  if (!load.noise.empty()) {
+    a.emplace_back("noise.model", load.noise);
+    a.emplace_back("noise.detours", std::to_string(ctx.noise_detours()));
+    a.emplace_back("noise.rank_detours_max", std::to_string(ctx.noise_rank_detours_max()));
+    a.emplace_back("noise.total_s", num(ctx.noise_total_s()));
   }
   for (const auto& p : sk.params) a.emplace_back("param." + p.name, num(frame[sk.symbols.find(p.name)]));
   a.emplace_back("skeleton", sk.file);

@@ -46,7 +46,12 @@ struct ReplayOptions {
   /// integrates into compute blocks, link profiles given to SimGrid. Empty: only the platform's own speed_file
   /// profiles (hosts' profiles in the XML are integrated the same way; links' are SimGrid's anyway).
   std::string load_file;
-  std::uint64_t load_seed = 1;               ///< seed of the stochastic loads (busy lines of the load file)
+  /// The same rules as text, in place of load_file (`mksim model --cross-check` replays with "noise *").
+  std::string load_text;
+  std::uint64_t load_seed = 1;               ///< seed of the stochastic loads (busy and noise lines of the load file)
+  /// Gain of `noise ... calibrate=program` rules (noise_gain_for, sim/engine/isolate.hpp); < 0: not computed, which
+  /// replay() refuses when such a rule applies (replay_in_child and replay_load_seeds compute it).
+  double noise_gain = -1;
 };
 
 /** @brief The skeleton deadlocked at the requested P: what() lists blocked ranks and what each waits for. */

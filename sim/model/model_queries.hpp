@@ -18,7 +18,7 @@ namespace mksim::sim {
 /** @brief Where a query evaluates the model: parameter values (others: the skeleton's defaults), skew, grid. */
 struct QueryOptions {
   std::map<std::string, double> params;  ///< parameter values; P never goes here
-  bool skew = true;                      ///< add the platform's alpha*sqrt(P) to synchronous phases (replay has none)
+  bool skew = true;                      ///< add the platform's alpha*sqrt(P) to synchronous phases (replay: the `noise` load rule)
   int grid_points = 256;                 ///< samples that bracket roots before bisection (half even, half geometric)
   double neighbourhood = 2.0;            ///< optimize_param checks the integers in [root / f, root * f] (1: floor, ceil)
 };

@@ -159,6 +159,7 @@ int replay_child(int fd, const skeletons::Skeleton& skeleton, const SweepOptions
     ro.collectives = opt.collectives;
     ro.load_file = opt.load_file;
     ro.load_seed = opt.load_seed;
+    ro.noise_gain = noise_gain_for(skeleton, ro);  // calibrate=program noise (children, before this one's engine)
     const results::RunResult r = replay(skeleton, ro);
     const results::RankTimes& critical = r.ranks.at(static_cast<std::size_t>(r.critical_rank));
     rec.value.status = "ok";
