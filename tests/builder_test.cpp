@@ -353,7 +353,9 @@ TEST(BuilderPool, BalancedRanksArePooledAndOutliersTrimmed) {
         return t;
       }));
     }
-  const BuildResult res = build_skeleton(runs);
+  mksim::skeletons::builder::BuildOptions pooled;
+  pooled.pool_compute = true;
+  const BuildResult res = build_skeleton(runs, pooled);
   const json c = send_compute(res.skeleton);
   ASSERT_TRUE(c.contains("fit")) << res.skeleton.dump(2);
   const json& pool = c.at("fit").at("pool");
@@ -366,7 +368,7 @@ TEST(BuilderPool, BalancedRanksArePooledAndOutliersTrimmed) {
   for (int rank : {0, 3, 5}) EXPECT_NEAR(compute_at(res.skeleton, 8, 200, rank), want, 0.1 * want) << c.dump(2);
   // and the ranks get one model: no condition on rank in it
   EXPECT_EQ(c.at("seconds").get<std::string>().find("rank"), std::string::npos) << c.dump(2);
-  // each rank's plain mean (--no-pool) misses the clean program at that run
+  // each rank's plain mean (the default) misses the clean program at that run
   mksim::skeletons::builder::BuildOptions plain;
   plain.pool_compute = false;
   const BuildResult unpooled = build_skeleton(runs, plain);
@@ -382,7 +384,9 @@ TEST(BuilderPool, ImbalancedRanksKeepTheirOwnModels) {
         Jitter j{static_cast<std::uint64_t>(31 * P + N + 7 * r + s)};
         return 1e-3 * N / 100 / P * (r % 2 ? 3 : 1) * j.next(1, 0.05);
       }));
-  const BuildResult res = build_skeleton(runs);
+  mksim::skeletons::builder::BuildOptions pooled;
+  pooled.pool_compute = true;
+  const BuildResult res = build_skeleton(runs, pooled);
   const json c = send_compute(res.skeleton);
   const json& pool = c.at("fit").at("pool");
   ASSERT_EQ(pool.at("decision"), "split") << c.dump(2);
