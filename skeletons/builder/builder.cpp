@@ -273,6 +273,129 @@ bool acyclic(const std::set<std::pair<std::size_t, std::size_t>>& edges) {
   return done == indegree.size();
 }
 
+// The mean of the compute gaps of one occurrence over its members of each run (flops when the trace gives them,
+// else seconds; members without a gap count as 0). run_of[shape][member]: the member's run.
+std::map<std::size_t, double> gap_means(const Occ& o, bool flops, const std::vector<std::vector<std::size_t>>& run_of) {
+  std::map<std::size_t, std::pair<double, double>> acc;
+  for (std::size_t k = 0; k < o.gaps.size(); ++k) {
+    auto& [sum, n] = acc[run_of[o.shape][k]];
+    if (const Node* g = o.gaps[k]) sum += flops ? std::get<Compute>(g->op).flops.mean() : std::get<Compute>(g->op).seconds.mean();
+    n += 1;
+  }
+  std::map<std::size_t, double> out;
+  for (const auto& [r, sn] : acc) out[r] = sn.first / sn.second;
+  return out;
+}
+
+// Compute between calls that some ranks skip. A call carries the gap before it, so in a non-periodic stencil
+// (NPB LU's sweep: receive from north and west, the plane's work, send south and east; ranks on an edge skip
+// some of the four) the plane's work sits before the send to the east at an interior rank, before the send to
+// the south at a rank of the last column, inside each `if` of the ranks that run that call: the work of one
+// place in the program scattered over conditional calls, each fitted over a mixture of ranks. A rank's gap
+// lies somewhere between the last node it ran and the node it carries; ranks that run both neighbours of a
+// place pin the work there. When, among the places a gap may lie, one pinned place holds clearly the most
+// work (10 times the next) and the gap holds that work (at least half of it: not the microseconds between two calls
+// of a rank that skips a slow rank's branch), the gap goes there; pinned work under 10% of the level's largest
+// gap (the microseconds between two calls) pins nothing: one compute node before that place, run by every rank whose
+// gap lies there, whatever calls around it they skip. Other gaps stay with their calls. Levels with calls
+// copied per class of shapes (twins) are left as they are.
+void place_skipped_gaps(std::vector<UNode>& level, const std::vector<std::vector<std::size_t>>& run_of, bool loop_body) {
+  if (level.size() < 2 || run_of.empty()) return;
+  for (const UNode& u : level)
+    if (!u.twins.empty()) return;
+  bool flops = false;
+  for (const UNode& u : level)
+    for (const Occ& o : u.occ)
+      for (const Node* g : o.gaps)
+        flops = flops || (g && std::get<Compute>(g->op).flops.mean() > 0);
+  // each shape's nodes in order: (position, occurrence index)
+  std::map<std::size_t, std::vector<std::pair<std::size_t, std::size_t>>> runs;
+  for (std::size_t i = 0; i < level.size(); ++i)
+    for (std::size_t k = 0; k < level[i].occ.size(); ++k) runs[level[i].occ[k].shape].emplace_back(i, k);
+  // In a loop body the gap before a rank's first call comes after its last call of the iteration before: the places
+  // from there to the end of the body are where it may lie too (a rank without sends folds its iterations as
+  // [work, receive, receive], the others as [receive, receive, work, send, send]).
+  const bool has_tail = level.back().type == UNode::Type::TAIL;
+  const std::size_t last_call_of_level = has_tail ? level.size() - 2 : level.size() - 1;
+  auto last_call = [&](const std::vector<std::pair<std::size_t, std::size_t>>& seq) {
+    const bool tail = has_tail && seq.back().first == level.size() - 1;
+    return tail ? (seq.size() >= 2 ? seq[seq.size() - 2].first : SIZE_MAX) : seq.back().first;
+  };
+  // per run (the ranks of one run do the same work at one place; runs of other sizes do not): the work pinned
+  // before each position, the largest mean gap of a shape that ran the node before it too; the level's largest gap
+  std::vector<std::map<std::size_t, double>> pinned(level.size());
+  std::map<std::size_t, double> largest;
+  for (const auto& [shape, seq] : runs)
+    for (std::size_t j = 0; j < seq.size(); ++j) {
+      const std::size_t i = seq[j].first;
+      const bool adjacent = j == 0 ? i == 0 && (!loop_body || last_call(seq) == last_call_of_level) : seq[j - 1].first + 1 == i;
+      for (const auto& [r, m] : gap_means(level[i].occ[seq[j].second], flops, run_of)) {
+        largest[r] = std::max(largest[r], m);
+        if (adjacent) pinned[i][r] = std::max(pinned[i][r], m);
+      }
+    }
+  // where each gap goes: (shape, node) -> position; every run of the shape must agree
+  std::map<std::pair<std::size_t, std::size_t>, std::size_t> moves;
+  std::set<std::size_t> targets;
+  for (const auto& [shape, seq] : runs)
+    for (std::size_t j = 0; j < seq.size(); ++j) {
+      const std::size_t b = seq[j].first, a = j == 0 ? 0 : seq[j - 1].first + 1;
+      std::vector<std::size_t> places;  // where the gap may lie, in program order (a loop body's wrap first)
+      if (j == 0 && loop_body && last_call(seq) != SIZE_MAX && last_call(seq) < level.size() - 1)
+        for (std::size_t p = last_call(seq) + 1; p < level.size(); ++p) places.push_back(p);
+      for (std::size_t p = a; p <= b; ++p) places.push_back(p);
+      if (places.size() < 2) continue;
+      std::size_t to = SIZE_MAX;
+      bool ok = true, any = false;
+      for (const auto& [r, mine] : gap_means(level[b].occ[seq[j].second], flops, run_of)) {
+        if (!(mine > 0)) continue;
+        any = true;
+        std::size_t best = b;
+        double first = 0, second = 0;
+        for (std::size_t p : places) {
+          const auto it = pinned[p].find(r);
+          const double w = it == pinned[p].end() ? 0.0 : it->second;
+          if (w > first) second = first, first = w, best = p;
+          else second = std::max(second, w);
+        }
+        if (!(first >= 0.1 * largest[r] && first >= 10 * second && mine >= 0.5 * first) || (to != SIZE_MAX && to != best)) {
+          ok = false;
+          break;
+        }
+        to = best;
+      }
+      if (ok && any && to != SIZE_MAX) moves[{shape, b}] = to, targets.insert(to);
+    }
+  if (targets.empty()) return;
+  // the compute nodes: every gap placed at a target, the ones that were already there included
+  std::map<std::size_t, UNode> work;
+  for (std::size_t p : targets) work[p].type = UNode::Type::TAIL;
+  for (const auto& [shape, seq] : runs)
+    for (const auto& [i, k] : seq) {
+      auto it = moves.find({shape, i});
+      std::size_t to = it != moves.end() ? it->second : SIZE_MAX;
+      if (to == SIZE_MAX && targets.count(i)) to = i;  // the pinning shapes' own gaps
+      if (to == SIZE_MAX) continue;
+      Occ& from = level[i].occ[k];
+      if (std::none_of(from.gaps.begin(), from.gaps.end(), [](const Node* g) { return g != nullptr; })) continue;
+      Occ moved;
+      moved.shape = shape;
+      moved.nodes.assign(from.gaps.size(), nullptr);
+      moved.gaps = from.gaps;
+      std::fill(from.gaps.begin(), from.gaps.end(), nullptr);
+      work[to].occ.push_back(std::move(moved));
+    }
+  std::vector<UNode> out;
+  for (std::size_t i = 0; i < level.size(); ++i) {
+    if (auto it = work.find(i); it != work.end() && !it->second.occ.empty()) {
+      std::sort(it->second.occ.begin(), it->second.occ.end(), [](const Occ& x, const Occ& y) { return x.shape < y.shape; });
+      out.push_back(std::move(it->second));
+    }
+    out.push_back(std::move(level[i]));
+  }
+  level = std::move(out);
+}
+
 // Builds one level of the union program from every shape's sequences at that level. A unit's identity
 // is its UnitId (calls by key and occurrence, loops by LoopMatcher); the order is a topological order of
 // "comes before" over all shapes (each shape's own order is kept; nodes of different shapes that no shape
@@ -284,7 +407,8 @@ bool acyclic(const std::set<std::pair<std::size_t, std::size_t>>& edges) {
 // node) get one copy per class; every other node stays shared. The result is acyclic: a cycle would lie
 // within one component, whose copies each take edges from one class only. `shared` is set when a class
 // holds several shapes.
-std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_shape, bool& shared) {
+std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_shape, bool& shared,
+                               const std::vector<std::vector<std::size_t>>& run_of, bool loop_body) {
   // each input's units and their identities
   struct Walk {
     std::vector<Unit> units;
@@ -440,10 +564,11 @@ std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_sh
         for (const Seq* sq : inputs[in].seqs) b.seqs.push_back(&std::get<Loop>((*sq)[unit.node].op).body);
         bodies.push_back(std::move(b));
       }
-      info.node.body = build_level(bodies, per_shape, shared);
+      info.node.body = build_level(bodies, per_shape, shared, run_of, true);
     }
     level.push_back(std::move(info.node));
   }
+  place_skipped_gaps(level, run_of, loop_body);
   return level;
 }
 
@@ -732,7 +857,12 @@ class Builder {
 
   // The union program of the shapes `inputs`, its regions nested, as skeleton blocks.
   nlohmann::json emit_program(const std::vector<ShapeSeqs>& inputs, bool per_shape, bool& shared) {
-    std::vector<UNode> program = build_level(inputs, per_shape, shared);
+    std::vector<std::vector<std::size_t>> run_of(shapes_.size());  // shape -> member -> run
+    std::map<const RunInfo*, std::size_t> run_index;
+    for (const RunInfo& r : runs_) run_index.emplace(&r, run_index.size());
+    for (std::size_t sh = 0; sh < shapes_.size(); ++sh)
+      for (std::size_t m : shapes_[sh]) run_of[sh].push_back(run_index.at(members_[m].run));
+    std::vector<UNode> program = build_level(inputs, per_shape, shared, run_of, false);
     program = nest_regions(std::move(program), true);
     if (std::getenv("MKSKEL_DEBUG")) dump(program, 0);
     branches_.clear();
