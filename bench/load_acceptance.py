@@ -217,7 +217,7 @@ def measure_load(a, tmp, tag, stress_pid):
     out = {}
     for kind, extra in (("mkcalib-core", []), ("mkcalib-pids", ["--pids", str(stress_pid)])):
         path = os.path.join(tmp, "%s-%s.txt" % (tag, kind))
-        text = sh([os.path.join(a.build, "sim", "mkcalib"), "load", "--cpus", "0,1", "--window", str(a.window), "--interval", "0.05",
+        text = sh([os.path.join(a.build, "sim", "mkcalib"), "load", "--cpus", "0,1", "--window", str(a.window), "--interval", "0.2",
                    "-o", path] + extra)
         busy = re.findall(r"^[01] +(\S+)", text, re.M)
         out[kind] = (path, "/".join(busy))
@@ -276,6 +276,13 @@ def part_b(a, tmp, rows):
         out = sh(cmd, cwd=tmp)
         res["smpi-" + name] = float(re.search(r"Simulated time: (\S+) seconds", out).group(1))
     spec = {"params": ["N", "steps"], "args": ["256", "10"]}
+    against_smpi(a, rows, res, plat, loaded, load, skel, spec, P,
+                 {"part": "smpi", "program": "atm2d.json TI", "args": "P=4 N=256 steps=10"}, "profile", "")
+
+
+def against_smpi(a, rows, res, plat, loaded, load, skel, spec, P, row, loaded_label, title):
+    """mksim on the plain platform, on the one with node-0's speed_file and on the plain one with --load, each
+    against SMPI's time in res ("smpi-plain", "smpi-loaded"): rows and a printed line each."""
     cfg = ["--cfg=" + c for c in COMMON_CFG]
     res["mksim-plain"] = predict(a.build, plat, skel, spec, P, extra=cfg)[0]
     res["mksim-xml"] = predict(a.build, loaded, skel, spec, P, extra=cfg)[0]
@@ -283,11 +290,11 @@ def part_b(a, tmp, rows):
     for k in ("plain", "xml", "load"):
         ref = res["smpi-plain"] if k == "plain" else res["smpi-loaded"]
         err = (res["mksim-" + k] - ref) / ref
-        rows.append({"part": "smpi", "program": "atm2d.json TI", "args": "P=4 N=256 steps=10", "duty_pct": "profile" if k != "plain" else 0,
-                     "measured_s": "%.6g" % ref, "predicted_s": "%.6g" % res["mksim-" + k], "error_pct": "%+.2f" % (100 * err),
-                     "runs_s": "smpi", "ci95_s": "", "loadavg": "mksim " + k})
-        print("mksim %-5s %.6g s  vs SMPI %-6s %.6g s  gap %+.2f%%" % (k, res["mksim-" + k], "plain" if k == "plain" else "loaded", ref, 100 * err))
-
+        rows.append(dict(row, duty_pct=loaded_label if k != "plain" else 0, measured_s="%.6g" % ref,
+                         predicted_s="%.6g" % res["mksim-" + k], error_pct="%+.2f" % (100 * err), runs_s="smpi", ci95_s="",
+                         loadavg="mksim " + k))
+        print("%smksim %-5s %.6g s  vs SMPI %-6s %.6g s  gap %+.2f%%"
+              % (title, k, res["mksim-" + k], "plain" if k == "plain" else "loaded", ref, 100 * err))
 
 SMPI_LOG = ["--log=root.thresh:warning", "--log=smpi_utils.thresh:info", "--log=xbt_cfg.thresh:warning",
             "--log=smpi_config.thresh:error"]
@@ -348,20 +355,9 @@ def part_d(a, tmp, rows):
             res["smpi-" + name] = smpi_time(["smpirun", "-np", str(P), "-platform", xml, "-hostfile", hostfile] + cfg + SMPI_LOG +
                                             [prog, str(N), str(steps)], cwd=pdir)
         spec = {"params": ["N", "steps"], "args": [str(N), str(steps)]}
-        mcfg = ["--cfg=" + c for c in COMMON_CFG]
-        res["mksim-plain"] = predict(a.build, plat, skel, spec, P, extra=mcfg)[0]
-        res["mksim-xml"] = predict(a.build, loaded, skel, spec, P, extra=mcfg)[0]
-        res["mksim-load"] = predict(a.build, plat, skel, spec, P, load, extra=mcfg)[0]
-        for k in ("plain", "xml", "load"):
-            ref = res["smpi-plain"] if k == "plain" else res["smpi-loaded"]
-            err = (res["mksim-" + k] - ref) / ref
-            rows.append({"part": "smpi-app", "program": "atm2d.c (smpicc) TI skeleton", "args": "P=%d N=%d steps=%d" % (P, N, steps),
-                         "duty_pct": label + " profile" if k != "plain" else 0, "measured_s": "%.6g" % ref,
-                         "predicted_s": "%.6g" % res["mksim-" + k], "error_pct": "%+.2f" % (100 * err), "runs_s": "smpi", "ci95_s": "",
-                         "loadavg": "mksim " + k})
-            print("atm2d N=%d %-7s profile: mksim %-5s %.6g s  vs SMPI %-6s %.6g s  gap %+.2f%%"
-                  % (N, label, k, res["mksim-" + k], "plain" if k == "plain" else "loaded", ref, 100 * err))
-
+        against_smpi(a, rows, res, plat, loaded, load, skel, spec, P,
+                     {"part": "smpi-app", "program": "atm2d.c (smpicc) TI skeleton", "args": "P=%d N=%d steps=%d" % (P, N, steps)},
+                     label + " profile", "atm2d N=%d %-7s profile: " % (N, label))
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])

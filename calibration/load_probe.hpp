@@ -41,7 +41,7 @@ std::map<int, CpuTicks> parse_proc_stat(const std::string& text, const std::stri
 struct ProbeOptions {
   std::vector<int> cpus;       ///< cores to measure, in rank order
   double window_s = 10;        ///< sampling lasts this long
-  double interval_s = 0.05;    ///< one sample per interval (its busy fraction is one profile piece)
+  double interval_s = 0.2;     ///< one sample per interval (its busy fraction is one profile piece)
   bool count_tasks = false;    ///< also count the runnable tasks per core (/proc/PID/task/TID/stat) at each sample
   /// not empty: measure only these processes and their descendants (every thread's utime + stime from
   /// /proc/PID/task/TID/stat, charged to the cpu it is on at the sample), not every task of the cores

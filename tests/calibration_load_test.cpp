@@ -11,9 +11,11 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -68,6 +70,37 @@ std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "";
+}
+
+/// The share of core 0 a spin loop gets for `seconds` of wall time in a session of its own at nice -19 (CPU / wall).
+double spin_share(double seconds) {
+  int fd[2];
+  if (::pipe(fd) != 0) return 0;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setsid();
+    if (FILE* f = std::fopen("/proc/self/autogroup", "w")) {
+      std::fputs("-19", f);
+      std::fclose(f);
+    }
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(0, &set);
+    ::sched_setaffinity(0, sizeof set, &set);
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::clock_t c0 = std::clock();
+    volatile double x = 0;
+    while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds) x = x + 1;
+    const double share = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC / seconds;
+    (void)!::write(fd[1], &share, sizeof share);
+    ::_exit(0);
+  }
+  ::close(fd[1]);
+  double share = 0;
+  if (pid < 0 || ::read(fd[0], &share, sizeof share) != sizeof share) share = 0;
+  ::close(fd[0]);
+  if (pid > 0) ::waitpid(pid, nullptr, 0);
+  return share;
 }
 
 }  // namespace
@@ -178,7 +211,7 @@ TEST(CalibLoad, RefusesBadInput) {
   r = mkcalib({"load", "--window", "1", "--interval", "0.001", "-o", out});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--interval must be at least 0.02 s"), std::string::npos) << r.err;
-  r = mkcalib({"load", "--cpus", "4096", "--window", "0.1", "-o", out});
+  r = mkcalib({"load", "--cpus", "4096", "--window", "1", "-o", out});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("cpu 4096 is not in /proc/stat (this machine has cpus 0"), std::string::npos) << r.err;
   r = mkcalib({"load", "--tasks", "zero", "-o", out});
@@ -189,32 +222,36 @@ TEST(CalibLoad, RefusesBadInput) {
   r = mkcalib({"load", "--pids", "12,x", "-o", out});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--pids: \"x\" is not a process id"), std::string::npos) << r.err;
-  r = mkcalib({"load", "--pids", "999999999", "--window", "0.1", "-o", out});
+  r = mkcalib({"load", "--pids", "999999999", "--window", "1", "-o", out});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--pids: no process 999999999 in /proc"), std::string::npos) << r.err;
-  r = mkcalib({"load", "--proc", "/nonexistent-proc", "--window", "0.1", "-o", out});
+  r = mkcalib({"load", "--proc", "/nonexistent-proc", "--window", "1", "-o", out});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("cannot read /nonexistent-proc/stat"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(out));
 }
 
 // The real thing: stress-ng busy 50% of its CPU time on core 0 (10 ms slices, in a session of its own whose autogroup
-// has nice -19, so that other sessions' jobs take little from it) while mkcalib samples core 0 for 4 s.
+// has nice -19, so that other sessions' jobs take little from it) while mkcalib samples core 0 for 4 s every 0.2 s.
+// Skipped when a spin loop at that priority gets under 85% of core 0 (stress-ng could not keep its duty).
 // 1. `mkcalib load --pids STRESS_NG`: the CPU time of stress-ng's processes on core 0, which must be 50% within
-//    0.08 (stress-ng's own regulation of its duty; /proc's 10 ms ticks over 80 samples; its session losing a little
-//    to other jobs: calibration/README.md, "mkcalib load", has the figures this tolerance comes from);
+//    0.08 (stress-ng's own regulation of its duty, /proc's 10 ms ticks, its session losing a little to other jobs:
+//    calibration/README.md, "mkcalib load", has the figures this tolerance comes from);
 // 2. the whole core (every task), sampled at the same time: on a shared machine it holds other jobs too, so it is
 //    checked only when a baseline of 1 s before showed core 0 under 15% busy: 1 - (1 - 0.5)(1 - b) within 0.1
 //    (two independent loads);
 // 3. mksim on the written file: a rank computing 20 s on core 0's host takes 20/mean(a) s, and with K = 1,
-//    demand=cpu (a = 1/(1+u)) that is about 20 (1 + u).
+//    demand=cpu (a = 1/(1+u)) that is about 20 (1 + u) (a little less: a is convex in the sampled u).
 TEST(CalibLoad, MeasuresStressNgAtHalfAndSlowsAReplay) {
   if (std::system("command -v stress-ng >/dev/null 2>&1") != 0) GTEST_SKIP() << "stress-ng is not installed";
+  // stress-ng can keep its duty only if its session gets core 0 when it asks: a spin loop at the same priority first
+  const double spin = spin_share(0.3);
+  if (spin < 0.85) GTEST_SKIP() << "a spin loop in a session at nice -19 got only " << 100 * spin << "% of core 0 (other jobs at that priority)";
   ProbeOptions core;
   core.cpus = {0};
   core.window_s = 1;
-  core.interval_s = 0.05;
-  const double b = summarise_cpu(measure_load(core).cpus.at(0), 0.05, 1, "cpu").busy_mean;
+  core.interval_s = 0.2;
+  const double b = summarise_cpu(measure_load(core).cpus.at(0), 0.2, 1, "cpu").busy_mean;
 
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
@@ -233,7 +270,7 @@ TEST(CalibLoad, MeasuresStressNgAtHalfAndSlowsAReplay) {
   core.window_s = 4;
   Probe whole;
   std::thread sampler([&] { whole = measure_load(core); });
-  const CliRun r = mkcalib({"load", "--cpus", "0", "--window", "4", "--interval", "0.05", "--pids", std::to_string(pid), "-o", lf});
+  const CliRun r = mkcalib({"load", "--cpus", "0", "--window", "4", "--interval", "0.2", "--pids", std::to_string(pid), "-o", lf});
   sampler.join();
   ::kill(-pid, SIGTERM);  // stress-ng's session (its own process group): its worker too
   int status = 0;
@@ -242,8 +279,8 @@ TEST(CalibLoad, MeasuresStressNgAtHalfAndSlowsAReplay) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex("\\n0 +([0-9.e-]+) +[0-9.e-]+ +[0-9.e-]+ +[0-9.e-]+ +([0-9.e-]+)"))) << r.out;
   const double u = std::stod(m[1]), mean_a = std::stod(m[2]);
-  const double w = summarise_cpu(whole.cpus.at(0), 0.05, 1, "cpu").busy_mean, expected_w = 1 - (1 - 0.5) * (1 - b);
-  std::cout << "stress-ng's processes: " << u << " of core 0; the whole core " << w << " (baseline " << b << ", two independent loads: "
+  const double w = summarise_cpu(whole.cpus.at(0), 0.2, 1, "cpu").busy_mean, expected_w = 1 - (1 - 0.5) * (1 - b);
+  std::cout << "spin loop at nice -19: " << spin << " of core 0; stress-ng's processes: " << u << " of core 0; the whole core " << w << " (baseline " << b << ", two independent loads: "
             << expected_w << ")\n" << r.out;
   EXPECT_NEAR(u, 0.5, 0.08) << r.out;
   if (b < 0.15) {
@@ -265,6 +302,6 @@ TEST(CalibLoad, MeasuresStressNgAtHalfAndSlowsAReplay) {
   const double factor = loaded / plain;
   std::cout << "mksim: " << plain << " s unloaded, " << loaded << " s under the measured load (x" << factor << ")\n";
   EXPECT_NEAR(factor, 1 / mean_a, 0.01 / mean_a);  // the profile's mean (within a partial last period)
-  EXPECT_NEAR(factor, 1 + u, 0.02);                 // Jensen: mean(1/(1+u_i)) against 1/(1+mean u)
+  EXPECT_NEAR(factor, 1 + u, 0.03);                 // Jensen: mean(1/(1+u_i)) against 1/(1+mean u)
   EXPECT_NEAR(factor, 1.5, 0.08);
 }

@@ -436,11 +436,17 @@ std::vector<std::string> split_commas(const std::string& text) {
   }
 }
 
+std::string num(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
 // mkcalib load: /proc samples of the cores the ranks will run on, written as a load file for mksim --load
 // (calibration/load_probe.hpp; calibration/README.md "mkcalib load").
 int cmd_load(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("mkcalib load");
-  double window = 10, interval = 0.05;
+  double window = 10, interval = 0.2;
   std::string cpus_text = "0", tasks_text = "1", demand = "cpu", rule = "speed", hosts_text, output, proc = "/proc", pids_text;
   desc.add_options()("help,h", "this help")
       ("window", po::value(&window)->default_value(window), "seconds to sample")
@@ -463,10 +469,10 @@ int cmd_load(const std::vector<std::string>& args, std::ostream& out) {
   } catch (const calibration::LoadProbeInputError& e) {
     throw UsageError(e.what());
   }
-  if (!(window > 0) || !std::isfinite(window)) throw UsageError("--window must be a positive number of seconds, got " + std::to_string(window));
+  if (!(window > 0) || !std::isfinite(window)) throw UsageError("--window must be a positive number of seconds, got " + num(window));
   if (!(interval >= 0.02) || !std::isfinite(interval))
-    throw UsageError("--interval must be at least 0.02 s (/proc/stat counts in ticks of 0.01 s), got " + std::to_string(interval));
-  if (interval > window) throw UsageError("--interval (" + std::to_string(interval) + " s) is longer than --window (" + std::to_string(window) + " s)");
+    throw UsageError("--interval must be at least 0.02 s (/proc/stat counts in ticks of 0.01 s), got " + num(interval));
+  if (interval > window) throw UsageError("--interval (" + num(interval) + " s) is longer than --window (" + num(window) + " s)");
   if (window / interval > 1e6) throw UsageError("--window / --interval: more than a million samples");
   double tasks = -1;
   if (tasks_text != "auto") {
