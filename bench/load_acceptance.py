@@ -17,9 +17,10 @@ prints the load average before and after, and a spin loop's wall / CPU time as a
 
 Part C (the load measured, not given; with part A): while stress-ng runs at each duty cycle, before the real runs,
 `mkcalib load --cpus 0,1 --window W` samples the two cores into a load file (per-core speed profiles), once over
-every task on the cores ("mkcalib-core": on a shared machine other sessions' jobs are in it) and once over
-stress-ng's processes only (`--pids`, "mkcalib-pids": the load that shares the ranks' autogroup); mksim --load
-with each file against the same real runs.
+every task on the cores ("mkcalib-core": on a shared machine other sessions' jobs are in it), once over
+stress-ng's processes only (`--pids`, "mkcalib-pids": the load that shares the ranks' autogroup) and once with
+sessions weighed as CFS does (`--autogroups`, "mkcalib-autogroups": mkcalib runs in the script's session, where the
+ranks and stress-ng run); mksim --load with each file against the same real runs.
 
 Part B (SMPI, exact): the hand-written atm2d skeleton (Paragon flops) as SimGrid time-independent traces
 (bench/make_ti_traces.py) under `smpirun -replay` on a generated platform whose host node-0 carries
@@ -206,7 +207,7 @@ def part_a(a, tmp, rows):
                 t = predict(a.build, plat, skel, spec, 2, path)[0]
                 e = (t - meas) / meas
                 rows.append(dict(row, part=kind, predicted_s="%.4f" % t, ci95_s="", error_pct="%+.1f" % (100 * e), busy=busy))
-                print("%-9s D=%2d%%  %-12s busy %s  mksim %.3f s  error %+.1f%%" % (prog, duty, kind, busy, t, 100 * e))
+                print("%-9s D=%2d%%  %-18s busy %s  mksim %.3f s  error %+.1f%%" % (prog, duty, kind, busy, t, 100 * e))
             if measured and "mkcalib-pids" in measured and duty == 50:
                 a.measured_profile = os.path.join(os.path.dirname(measured["mkcalib-pids"][0]),
                                                   "%s-%d-mkcalib-pids.cpu0.prof" % (prog, duty))
@@ -215,11 +216,12 @@ def part_a(a, tmp, rows):
 def measure_load(a, tmp, tag, stress_pid):
     """mkcalib load of cores 0 and 1 while stress-ng runs: {kind: (load file, "busy of cpu 0 / cpu 1")}."""
     out = {}
-    for kind, extra in (("mkcalib-core", []), ("mkcalib-pids", ["--pids", str(stress_pid)])):
+    for kind, extra in (("mkcalib-core", []), ("mkcalib-pids", ["--pids", str(stress_pid)]), ("mkcalib-autogroups", ["--autogroups"])):
         path = os.path.join(tmp, "%s-%s.txt" % (tag, kind))
         text = sh([os.path.join(a.build, "sim", "mkcalib"), "load", "--cpus", "0,1", "--window", str(a.window), "--interval", "0.2",
                    "-o", path] + extra)
-        busy = re.findall(r"^[01] +(\S+)", text, re.M)
+        busy = re.findall(r"^[01] +(\S+)(?: +\S+){4}(?: +([0-9.e-]+))? +busy", text, re.M)
+        busy = ["%s (others %s)" % b if b[1] else b[0] for b in busy]
         out[kind] = (path, "/".join(busy))
     return out
 

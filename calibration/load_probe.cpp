@@ -117,6 +117,44 @@ std::map<int, std::pair<unsigned long long, int>> process_ticks(const std::strin
   return out;
 }
 
+struct ThreadTicks {
+  unsigned long long ticks = 0;
+  int cpu = 0;
+  std::string group;  ///< autogroup id ("/autogroup-N"; "root" when the process has none, e.g. a kernel thread)
+  int nice = 0;       ///< of the autogroup (root: 0)
+};
+
+/// The autogroup line of a process: "/autogroup-5400 nice 0" -> (id, nice); ("root", 0) when unreadable.
+std::pair<std::string, int> autogroup_of(const fs::path& file) {
+  std::ifstream in(file);
+  std::string id, word;
+  int nice = 0;
+  if (in >> id >> word >> nice && word == "nice") return {id, nice};
+  return {"root", 0};
+}
+
+/// Every thread of every process but ours: tid -> ticks, cpu, autogroup.
+std::map<int, ThreadTicks> all_thread_ticks(const std::string& proc) {
+  std::map<int, ThreadTicks> out;
+  const std::string self = std::to_string(::getpid());
+  std::error_code ec;
+  for (fs::directory_iterator p(proc, ec), end; !ec && p != end; p.increment(ec)) {
+    const std::string pid = p->path().filename().string();
+    if (!all_digits(pid) || pid == self) continue;
+    const auto [group, nice] = autogroup_of(p->path() / "autogroup");
+    std::error_code ec2;
+    for (fs::directory_iterator t(p->path() / "task", ec2), tend; !ec2 && t != tend; t.increment(ec2)) {
+      std::ifstream in(t->path() / "stat");
+      std::string line;
+      if (!std::getline(in, line)) continue;
+      const auto f = stat_fields(line);
+      if (f.size() < 37 || !all_digits(f[11]) || !all_digits(f[12]) || !all_digits(f[36])) continue;
+      out[std::stoi(t->path().filename().string())] = {std::stoull(f[11]) + std::stoull(f[12]), std::stoi(f[36]), group, nice};
+    }
+  }
+  return out;
+}
+
 double now_s() {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -164,6 +202,14 @@ std::vector<int> parse_cpu_list(const std::string& text) {
     start = comma + 1;
   }
   return cpus;
+}
+
+double nice_weight(int nice) {
+  static const double weight[40] = {88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916,
+                                    9548,  7620,  6100,  4904,  3906,  3121,  2501,  1991,  1586,  1277,
+                                    1024,  820,   655,   526,   423,   335,   272,   215,   172,   137,
+                                    110,   87,    70,    56,    45,    36,    29,    23,    18,    15};
+  return weight[std::clamp(nice, -20, 19) + 20];
 }
 
 std::vector<int> parse_pid_list(const std::string& text) {
@@ -224,9 +270,11 @@ Probe measure_load(const ProbeOptions& o) {
     for (int p : o.pids) list += (list.empty() ? "" : ",") + std::to_string(p);
     throw LoadProbeInputError("--pids: no process " + list + " in " + o.proc);
   }
+  const auto own = autogroup_of(fs::path(o.proc) / "self" / "autogroup");
+  auto prev_threads = o.autogroups ? all_thread_ticks(o.proc) : std::map<int, ThreadTicks>{};
   Probe probe;
   probe.interval_s = o.interval_s;
-  for (int c : o.cpus) probe.cpus.push_back(CpuSeries{c, {}, 0, 0});
+  for (int c : o.cpus) probe.cpus.push_back(CpuSeries{c, {}, 0, 0, {}});
   const long n = std::max(1L, std::lround(o.window_s / o.interval_s));
   const double t0 = now_s();
   for (long i = 1; i <= n; ++i) {
@@ -244,6 +292,25 @@ Probe measure_load(const ProbeOptions& o) {
         charged[tc.second] += static_cast<double>(tc.first - before);  // a new thread: its ticks so far
       }
     }
+    // autogroups: ticks per cpu of the own autogroup, and per cpu and other autogroup (with its nice)
+    std::map<int, double> own_ticks;
+    std::map<int, std::map<std::string, std::pair<double, int>>> group_ticks;
+    decltype(prev_threads) threads;
+    if (o.autogroups) {
+      threads = all_thread_ticks(o.proc);
+      for (const auto& [tid, t] : threads) {
+        const auto was = prev_threads.find(tid);
+        const double d = static_cast<double>(t.ticks - (was == prev_threads.end() ? 0 : std::min(was->second.ticks, t.ticks)));
+        if (d <= 0) continue;
+        if (t.group == own.first) {
+          own_ticks[t.cpu] += d;
+        } else {
+          auto& g = group_ticks[t.cpu][t.group];
+          g.first += d;
+          g.second = t.nice;
+        }
+      }
+    }
     for (CpuSeries& s : probe.cpus) {
       const auto it = cur.find(s.cpu);
       if (it == cur.end()) throw ProcError(stat_path + ": cpu " + std::to_string(s.cpu) + " went offline while sampling");
@@ -253,6 +320,13 @@ Probe measure_load(const ProbeOptions& o) {
       double busy = static_cast<double>(b.busy - std::min(a.busy, b.busy));
       if (self.second == s.cpu) busy -= static_cast<double>(self.first - std::min(prev_self.first, self.first));
       if (!o.pids.empty()) busy = charged[s.cpu];
+      if (o.autogroups) {
+        busy = own_ticks[s.cpu];
+        std::vector<std::pair<double, double>> others;
+        for (const auto& [g, tn] : group_ticks[s.cpu])
+          if (total > 0) others.emplace_back(std::clamp(tn.first / total, 0.0, 1.0), nice_weight(tn.second) / nice_weight(own.second));
+        s.others.push_back(std::move(others));
+      }
       // a sample without a tick (an interval shorter than USER_HZ's) repeats the previous one
       s.busy.push_back(total > 0 ? std::clamp(busy / total, 0.0, 1.0) : (s.busy.empty() ? 0.0 : s.busy.back()));
       const auto k = tasks.find(s.cpu);
@@ -264,6 +338,7 @@ Probe measure_load(const ProbeOptions& o) {
     prev = cur;
     prev_self = self;
     prev_procs = procs;
+    prev_threads = std::move(threads);
   }
   probe.elapsed_s = now_s() - t0;
   return probe;
@@ -292,9 +367,18 @@ CpuLoad summarise_cpu(const CpuSeries& s, double interval_s, double tasks, const
   piece.period = interval_s;
   piece.tasks = l.tasks;
   piece.demand = demand;
-  for (double u : s.busy) {
-    piece.duty = u;
-    l.availability.push_back(piece.mean_availability());
+  for (std::size_t i = 0; i < s.busy.size(); ++i) {
+    piece.duty = s.busy[i];
+    double others = 1;
+    if (i < s.others.size())
+      for (const auto& [u, k] : s.others[i]) {  // another session: one more busy load, K = its weight ratio
+        sim::BusyLoad g = piece;
+        g.duty = u;
+        g.tasks = k;
+        others *= g.mean_availability();
+      }
+    l.others_loss += (1 - others) / static_cast<double>(s.busy.size());
+    l.availability.push_back(piece.mean_availability() * others);
   }
   if (!l.availability.empty())
     l.mean_availability = std::accumulate(l.availability.begin(), l.availability.end(), 0.0) / static_cast<double>(l.availability.size());
@@ -335,7 +419,9 @@ std::string load_file_text(const std::vector<CpuLoad>& loads, const std::vector<
     const std::string busy = "busy " + hosts[k] + " duty=" + fmt(b.duty, 4) + " period=" + fmt(b.period, 4) +
                              " tasks=" + fmt(b.tasks, 3) + " demand=" + b.demand + " random=" + b.random;
     out << "# cpu " << l.cpu << ": busy " << fmt(100 * l.busy_mean, 3) << "% (samples " << fmt(100 * l.busy_min, 3) << ".."
-        << fmt(100 * l.busy_max, 3) << "%), tasks " << fmt(l.tasks, 3) << ", mean availability " << fmt(l.mean_availability, 4) << "\n";
+        << fmt(100 * l.busy_max, 3) << "%), tasks " << fmt(l.tasks, 3) << ", mean availability " << fmt(l.mean_availability, 4);
+    if (l.others_loss > 0) out << " (other sessions take " << fmt(100 * l.others_loss, 3) << "% by their CFS weight)";
+    out << "\n";
     out << (rule == "speed" ? "" : "# ") << speed << "\n";
     out << (rule == "busy" ? "" : "# ") << busy << "\n";
   }

@@ -46,6 +46,9 @@ struct ProbeOptions {
   /// not empty: measure only these processes and their descendants (every thread's utime + stime from
   /// /proc/PID/task/TID/stat, charged to the cpu it is on at the sample), not every task of the cores
   std::vector<int> pids;
+  /// weigh sessions (CFS autogroups): the busy fraction is that of the tasks in the sampler's own autogroup (the
+  /// session the program will run in); each other autogroup's busy fraction is kept apart with its weight ratio
+  bool autogroups = false;
   std::string proc = "/proc";  ///< the proc file system (tests point it elsewhere)
 };
 
@@ -55,7 +58,12 @@ struct CpuSeries {
   std::vector<double> busy;  ///< busy fraction of each interval, the sampler's own CPU time removed, in [0, 1]
   double tasks_sum = 0;      ///< runnable other tasks summed over the samples that had at least one (count_tasks)
   int tasks_samples = 0;     ///< how many samples had at least one
+  /// autogroups: per sample, each other autogroup's (busy fraction, weight ratio w_group / w_own)
+  std::vector<std::vector<std::pair<double, double>>> others;
 };
+
+/** @brief CFS's weight of a nice value (the kernel's sched_prio_to_weight: 1024 at 0, x1.25 per step). */
+double nice_weight(int nice);
 
 /** @brief A measurement: one series per core, all of the same length. */
 struct Probe {
@@ -73,7 +81,8 @@ std::vector<int> parse_pid_list(const std::string& text);
 Probe measure_load(const ProbeOptions& options);
 
 /** @brief The load of one core as `mksim --load` models it: the `busy` rule's semantics (BusyLoad) applied to each
- *  sample. A CPU-bound rank on a core whose background was busy a fraction u of an interval, when alone, gets the
+ *  sample. With autogroups, each other autogroup g busy u_g is one more such load with K = w_g / w_own (the rank's
+ *  session gets w_own / (w_own + w_g) of the core while g runs), and the sample's availability is the product. A CPU-bound rank on a core whose background was busy a fraction u of an interval, when alone, gets the
  *  availability a = 1 - d' K/(1+K) there (K background tasks share the core with it under CFS), with d' = u for
  *  demand=wall and d' = u(1+K) / (u(1+K) + 1 - u) for demand=cpu (the background's busy time is CPU time of its own,
  *  stretched by the rank's share; for K = 1, a = 1/(1+u)). */
@@ -83,6 +92,7 @@ struct CpuLoad {
   double tasks = 1;                   ///< K used
   std::vector<double> availability;   ///< one per sample
   double mean_availability = 1;       ///< mean of `availability` (the profile's mean over its period)
+  double others_loss = 0;             ///< autogroups: mean over the samples of 1 - (the other sessions' factor)
   sim::BusyLoad fitted;               ///< duty = busy_mean, period from the on-off runs (see fit_period_s)
 };
 

@@ -131,7 +131,7 @@ TEST(CalibLoad, ProcStatLines) {
 // A rank beside K tasks busy a fraction u: demand=cpu gives 1/(1+u) at K = 1 (stress-ng, sim/engine/README.md),
 // demand=wall 1 - u/2; the profile holds one piece per sample and repeats with the window's period.
 TEST(CalibLoad, AvailabilityFollowsTheBusyRuleAndTheProfileRepeats) {
-  CpuSeries s{0, {0.5, 0.5, 0.0, 1.0}, 0, 0};
+  CpuSeries s{0, {0.5, 0.5, 0.0, 1.0}, 0, 0, {}};
   const CpuLoad cpu = summarise_cpu(s, 0.05, 1, "cpu");
   ASSERT_EQ(cpu.availability.size(), 4u);
   EXPECT_NEAR(cpu.availability[0], 1 / 1.5, 1e-12);
@@ -157,8 +157,23 @@ TEST(CalibLoad, AvailabilityFollowsTheBusyRuleAndTheProfileRepeats) {
   EXPECT_NEAR(fit_period_s({0.5, 0.5, 0.5}, 0.05), 0.15, 1e-12);
 }
 
+// Other sessions (autogroups) are one more busy load each, with K = their CFS weight over the rank's session's:
+// a build at nice 0 beside a session at nice -19 takes 1024 / (1024 + 71755) of the core while it runs.
+TEST(CalibLoad, OtherSessionsCountByTheirWeight) {
+  EXPECT_DOUBLE_EQ(nice_weight(0), 1024);
+  EXPECT_DOUBLE_EQ(nice_weight(-19), 71755);
+  EXPECT_DOUBLE_EQ(nice_weight(19), 15);
+  EXPECT_DOUBLE_EQ(nice_weight(-40), 88761);  // clamped to -20
+  CpuSeries s{0, {0.5, 0.0}, 0, 0, {{{1.0, 1024.0 / 71755}}, {{1.0, 1.0}, {0.5, 1.0}}}};
+  const CpuLoad l = summarise_cpu(s, 0.2, 1, "cpu");
+  ASSERT_EQ(l.availability.size(), 2u);
+  EXPECT_NEAR(l.availability[0], (1 / 1.5) * 71755 / (71755 + 1024.0), 1e-12);
+  EXPECT_NEAR(l.availability[1], 0.5 * (1 / 1.5), 1e-12);  // two sessions at the same weight: 1/(1+u) each
+  EXPECT_NEAR(l.others_loss, 0.5 * (1024 / (71755 + 1024.0)) + 0.5 * (1 - 0.5 / 1.5), 1e-12);
+}
+
 TEST(CalibLoad, LoadFileIsOneMksimTakes) {
-  CpuSeries s{1, {0.2, 0.4}, 0, 0};
+  CpuSeries s{1, {0.2, 0.4}, 0, 0, {}};
   const CpuLoad l = summarise_cpu(s, 0.1, 1, "cpu");
   write("lf/a.cpu1.prof", profile_text(l, 0.1, "x"));
   const std::string lf = write("lf/a.txt", load_file_text({l}, {"rank:0"}, {"a.cpu1.prof"}, "speed", "header"));
@@ -225,6 +240,9 @@ TEST(CalibLoad, RefusesBadInput) {
   r = mkcalib({"load", "--pids", "999999999", "--window", "1", "-o", out});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--pids: no process 999999999 in /proc"), std::string::npos) << r.err;
+  r = mkcalib({"load", "--pids", "1", "--autogroups", "-o", out});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--pids and --autogroups"), std::string::npos) << r.err;
   r = mkcalib({"load", "--proc", "/nonexistent-proc", "--window", "1", "-o", out});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("cannot read /nonexistent-proc/stat"), std::string::npos) << r.err;

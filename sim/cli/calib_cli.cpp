@@ -52,7 +52,7 @@ const char* USAGE =
     "       mkcalib table-check --table LINES.csv --machine NAME --platform XML [-P N] [--steps S]\n"
     "       mkcalib patterns --platform BASE (--db FILE.h5 | --table LINES.csv --machine NAME) -o OUT.xml\n"
     "       mkcalib load -o LOAD.txt [--window S] [--interval S] [--cpus LIST] [--tasks K|auto] [--demand cpu|wall]\n"
-    "                    [--rule speed|busy] [--hosts H1,H2,...] [--pids PID,...]\n"
+    "                    [--rule speed|busy] [--hosts H1,H2,...] [--pids PID,... | --autogroups]\n"
     "       mkcalib --version | --help\n"
     "kernels: pingpong send_overhead recv_overhead stream shift1d halo2d halo3d barrier bcast reduce allreduce\n"
     "         allgather alltoall gather scatter compute; groups: all p2p overheads patterns collectives\n"
@@ -447,6 +447,7 @@ std::string num(double v) {
 int cmd_load(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("mkcalib load");
   double window = 10, interval = 0.2;
+  bool autogroups = false;
   std::string cpus_text = "0", tasks_text = "1", demand = "cpu", rule = "speed", hosts_text, output, proc = "/proc", pids_text;
   desc.add_options()("help,h", "this help")
       ("window", po::value(&window)->default_value(window), "seconds to sample")
@@ -458,6 +459,9 @@ int cmd_load(const std::vector<std::string>& args, std::ostream& out) {
       ("demand", po::value(&demand)->default_value(demand), "cpu (busy time is the background's CPU time, stretched beside a rank: stress-ng, jobs with fixed work per cycle) or wall")
       ("rule", po::value(&rule)->default_value(rule), "speed: per-core profiles (speed HOST PROFILE); busy: the fitted busy rule (the other form is written as a comment)")
       ("pids", po::value(&pids_text), "measure only these processes and their descendants (comma-separated ids), not every task on the cores")
+      ("autogroups", po::bool_switch(&autogroups),
+       "weigh sessions as CFS does: the busy fraction is that of mkcalib's own session (autogroup, where the program\n"
+       "will run); other sessions count by their nice weight against it")
       ("hosts", po::value(&hosts_text), "host of each core in the load file, comma-separated (default rank:0, rank:1, ...)")
       ("proc", po::value(&proc)->default_value(proc), "the proc file system")
       ("output,o", po::value(&output)->required(), "load file to write; profiles are written beside it as STEM.cpuN.prof");
@@ -466,6 +470,8 @@ int cmd_load(const std::vector<std::string>& args, std::ostream& out) {
   try {
     o.cpus = calibration::parse_cpu_list(cpus_text);
     if (!pids_text.empty()) o.pids = calibration::parse_pid_list(pids_text);
+    if (!o.pids.empty() && autogroups) throw UsageError("--pids and --autogroups: give one (processes, or sessions by weight)");
+    o.autogroups = autogroups;
   } catch (const calibration::LoadProbeInputError& e) {
     throw UsageError(e.what());
   }
@@ -514,7 +520,7 @@ int cmd_load(const std::vector<std::string>& args, std::ostream& out) {
   std::vector<std::string> names;
   std::ostringstream cmd;
   cmd << "mkcalib load --window " << window << " --interval " << interval << " --cpus " << cpus_text << " --tasks " << tasks_text
-      << " --demand " << demand << (pids_text.empty() ? "" : " --pids " + pids_text);
+      << " --demand " << demand << (pids_text.empty() ? "" : " --pids " + pids_text) << (autogroups ? " --autogroups" : "");
   for (const auto& s : probe.cpus) {
     loads.push_back(calibration::summarise_cpu(s, probe.interval_s, tasks, demand));
     const std::string name = out_path.stem().string() + ".cpu" + std::to_string(s.cpu) + ".prof";
@@ -531,12 +537,13 @@ int cmd_load(const std::vector<std::string>& args, std::ostream& out) {
   calibration::write_file_atomically(output, calibration::load_file_text(loads, hosts, names, rule, header.str()));
   out << "sampled cpu(s) " << cpus_text << " for " << std::setprecision(4) << probe.elapsed_s << " s, "
       << (probe.cpus.empty() ? 0 : probe.cpus[0].busy.size()) << " samples of " << probe.interval_s << " s\n";
-  out << "cpu  busy_mean  busy_min  busy_max  tasks  availability  fitted rule\n";
+  out << "cpu  busy_mean  busy_min  busy_max  tasks  availability  " << (autogroups ? "others  " : "") << "fitted rule\n";
   for (std::size_t k = 0; k < loads.size(); ++k) {
     const auto& l = loads[k];
     out << std::left << std::setw(5) << l.cpu << std::setw(11) << std::setprecision(3) << l.busy_mean << std::setw(10) << l.busy_min
-        << std::setw(10) << l.busy_max << std::setw(7) << l.tasks << std::setw(14) << std::setprecision(4) << l.mean_availability
-        << "busy " << hosts[k] << " duty=" << std::setprecision(4) << l.fitted.duty << " period=" << l.fitted.period << "\n"
+        << std::setw(10) << l.busy_max << std::setw(7) << l.tasks << std::setw(14) << std::setprecision(4) << l.mean_availability;
+    if (autogroups) out << std::setw(8) << std::setprecision(3) << l.others_loss;
+    out << "busy " << hosts[k] << " duty=" << std::setprecision(4) << l.fitted.duty << " period=" << l.fitted.period << "\n"
         << std::right;
   }
   out << "wrote " << output << " (rule " << rule << ")";
