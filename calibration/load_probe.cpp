@@ -134,14 +134,14 @@ std::pair<std::string, int> autogroup_of(const fs::path& file) {
 }
 
 /// Every thread of every process but ours: tid -> ticks, cpu, autogroup.
-std::map<int, ThreadTicks> all_thread_ticks(const std::string& proc) {
+std::map<int, ThreadTicks> all_thread_ticks(const std::string& proc, bool groups_on) {
   std::map<int, ThreadTicks> out;
   const std::string self = std::to_string(::getpid());
   std::error_code ec;
   for (fs::directory_iterator p(proc, ec), end; !ec && p != end; p.increment(ec)) {
     const std::string pid = p->path().filename().string();
     if (!all_digits(pid) || pid == self) continue;
-    const auto [group, nice] = autogroup_of(p->path() / "autogroup");
+    const auto [group, nice] = groups_on ? autogroup_of(p->path() / "autogroup") : std::pair<std::string, int>{"root", 0};
     std::error_code ec2;
     for (fs::directory_iterator t(p->path() / "task", ec2), tend; !ec2 && t != tend; t.increment(ec2)) {
       std::ifstream in(t->path() / "stat");
@@ -270,8 +270,12 @@ Probe measure_load(const ProbeOptions& o) {
     for (int p : o.pids) list += (list.empty() ? "" : ",") + std::to_string(p);
     throw LoadProbeInputError("--pids: no process " + list + " in " + o.proc);
   }
-  const auto own = autogroup_of(fs::path(o.proc) / "self" / "autogroup");
-  auto prev_threads = o.autogroups ? all_thread_ticks(o.proc) : std::map<int, ThreadTicks>{};
+  // autogroups off in the kernel: one group (the ids in /proc/PID/autogroup stay, unused by the scheduler)
+  std::ifstream enabled(o.proc + "/sys/kernel/sched_autogroup_enabled");
+  int on = 1;
+  const bool groups_on = !(enabled >> on) || on != 0;
+  const auto own = groups_on ? autogroup_of(fs::path(o.proc) / "self" / "autogroup") : std::pair<std::string, int>{"root", 0};
+  auto prev_threads = o.autogroups ? all_thread_ticks(o.proc, groups_on) : std::map<int, ThreadTicks>{};
   Probe probe;
   probe.interval_s = o.interval_s;
   for (int c : o.cpus) probe.cpus.push_back(CpuSeries{c, {}, 0, 0, {}});
@@ -297,7 +301,7 @@ Probe measure_load(const ProbeOptions& o) {
     std::map<int, std::map<std::string, std::pair<double, int>>> group_ticks;
     decltype(prev_threads) threads;
     if (o.autogroups) {
-      threads = all_thread_ticks(o.proc);
+      threads = all_thread_ticks(o.proc, groups_on);
       for (const auto& [tid, t] : threads) {
         const auto was = prev_threads.find(tid);
         const double d = static_cast<double>(t.ticks - (was == prev_threads.end() ? 0 : std::min(was->second.ticks, t.ticks)));
