@@ -17,6 +17,7 @@
 #include <chrono>
 #include <ctime>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -33,6 +34,10 @@ fs::path tmpdir() {
   static const fs::path dir = [] {
     fs::path d = fs::temp_directory_path() / ("mksim_calib_load_" + std::to_string(::getpid()));
     fs::create_directories(d);
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(fs::temp_directory_path() / ("mksim_calib_load_" + std::to_string(::getpid())), ec);
+    });
     return d;
   }();
   return dir;
