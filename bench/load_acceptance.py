@@ -15,14 +15,29 @@ The machine is shared with other jobs: the script runs in a session of its own w
 builds take little of the two cores; inside it, stress-ng and the ranks share core 0 as the model says. It
 prints the load average before and after, and a spin loop's wall / CPU time as a check of that isolation.
 
+Part C (the load measured, not given; with part A): while stress-ng runs at each duty cycle, before the real runs,
+`mkcalib load --cpus 0,1 --window W` samples the two cores into a load file (per-core speed profiles), once over
+every task on the cores ("mkcalib-core": on a shared machine other sessions' jobs are in it), once over
+stress-ng's processes only (`--pids`, "mkcalib-pids": the load that shares the ranks' autogroup) and once with
+sessions weighed as CFS does (`--autogroups`, "mkcalib-autogroups": mkcalib runs in the script's session, where the
+ranks and stress-ng run); mksim --load with each file against the same real runs.
+
 Part B (SMPI, exact): the hand-written atm2d skeleton (Paragon flops) as SimGrid time-independent traces
 (bench/make_ti_traces.py) under `smpirun -replay` on a generated platform whose host node-0 carries
 speed_file=PROFILE, against mksim on the same file (the XML's speed_file) and against mksim on the plain
 platform with `--load` (speed rank:0 PROFILE): within 1%.
 
-Test (ctest load_smpi): --skip-real --nice 0 --check-smpi 0.01 (part B only, about a second).
+Part D (SMPI, a real program): skeletons/apps/atm2d.c built with smpicc -DMKSIM_SMPI_WORK (its compute charged as
+smpi_execute_flops of the skeleton's 60 flops per point, skeletons/apps/app_common.h), traced with `smpirun -trace-ti`
+at P = 4, N = 128, 256, 512 (8 steps), its skeleton built from those traces (`mkskel build`, the TI path), then
+smpirun of the program at N = 1024 (not traced) on the platform whose node-0 carries speed_file=PROFILE against
+mksim on the same file and on the plain platform with --load: within 1%. PROFILE: part B's, and (after part C or
+with --profile) a profile measured by mkcalib load, at N = 2048.
+
+Test (ctest load_smpi): --skip-real --nice 0 --check-smpi 0.01 (parts B and D, a few seconds).
 Usage: python3 bench/load_acceptance.py [--build build] [--duties 25,50,75] [--reps 3] [--seeds 5]
-       [--slice-ms 10] [--programs atm2d,jacobi2d] [--skip-real] [--skip-smpi] [--csv OUT.csv]
+       [--slice-ms 10] [--programs atm2d,cg] [--skip-real] [--skip-smpi] [--skip-mkcalib] [--window 5]
+       [--profile PROF] [--csv OUT.csv]
 Needs stress-ng, OpenMPI's mpirun, smpirun (libsimgrid-dev), a built tree. Standard library only.
 """
 import argparse
@@ -43,6 +58,7 @@ import make_ti_traces  # noqa: E402
 from replay_throughput import COMMON_CFG, platform_props, smpi_cfg  # noqa: E402
 
 MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+ROOT_BUILD = [os.path.join(ROOT, "build")]  # the build tree in use (main sets it)
 PIN = ["--map-by", "core", "--bind-to", "core"]  # rank 0 on core 0, rank 1 on core 1 (mpirun --report-bindings)
 # program: (run arguments, traced arguments, parameter names)
 PROGRAMS = {
@@ -166,7 +182,10 @@ def part_a(a, tmp, rows):
         spec = PROGRAMS[prog]
         skel = skeleton_of(a.build, prog, spec, tmp)
         for duty in [0] + a.duties:
-            with Stress(duty, a.slice_ms, a.method):
+            measured = {}
+            with Stress(duty, a.slice_ms, a.method) as stress:
+                if duty > 0 and not a.skip_mkcalib:
+                    measured = measure_load(a, tmp, "%s-%d" % (prog, duty), stress.proc.pid)
                 times = [real_time(a.build, prog, spec["args"]) for _ in range(a.reps)]
             load = None
             if duty > 0:
@@ -184,22 +203,38 @@ def part_a(a, tmp, rows):
             rows.append(row)
             print("%-9s D=%2d%%  measured %.3f s (runs %s)  mksim %.3f +- %.3f s  error %+.1f%%  (load average %s)"
                   % (prog, duty, meas, row["runs_s"], mean, half, 100 * err, row["loadavg"]))
+            for kind, (path, busy) in sorted(measured.items()):
+                t = predict(a.build, plat, skel, spec, 2, path)[0]
+                e = (t - meas) / meas
+                rows.append(dict(row, part=kind, predicted_s="%.4f" % t, ci95_s="", error_pct="%+.1f" % (100 * e), busy=busy))
+                print("%-9s D=%2d%%  %-18s busy %s  mksim %.3f s  error %+.1f%%" % (prog, duty, kind, busy, t, 100 * e))
+            if measured and "mkcalib-pids" in measured and duty == 50:
+                a.measured_profile = os.path.join(os.path.dirname(measured["mkcalib-pids"][0]),
+                                                  "%s-%d-mkcalib-pids.cpu0.prof" % (prog, duty))
 
 
-def part_b(a, tmp, rows):
-    print("== SMPI (smpirun -replay of the atm2d skeleton's TI traces) with a speed_file on node-0, against mksim")
-    mksim = os.path.join(a.build, "sim", "mksim")
-    P = 4
-    prof = os.path.join(tmp, "node0.prof")
-    with open(prof, "w") as f:  # half speed 2 ms of every 5 ms, a quarter speed for 1 ms
-        f.write("0.001 0.5\n0.003 0.25\n0.004 1\nLOOPAFTER 0.001\n")
-    # generated platforms declare hosts in a <cluster> (no per-host speed_file): hosts written one by one here,
-    # with the T3E's MPI figures (the generated t3e platform's mksim.* properties)
+def measure_load(a, tmp, tag, stress_pid):
+    """mkcalib load of cores 0 and 1 while stress-ng runs: {kind: (load file, "busy of cpu 0 / cpu 1")}."""
+    out = {}
+    for kind, extra in (("mkcalib-core", []), ("mkcalib-pids", ["--pids", str(stress_pid)]), ("mkcalib-autogroups", ["--autogroups"])):
+        path = os.path.join(tmp, "%s-%s.txt" % (tag, kind))
+        text = sh([os.path.join(a.build, "sim", "mkcalib"), "load", "--cpus", "0,1", "--window", str(a.window), "--interval", "0.2",
+                   "-o", path] + extra)
+        busy = re.findall(r"^[01] +(\S+)(?: +\S+){4}(?: +([0-9.e-]+))? +busy", text, re.M)
+        busy = ["%s (others %s)" % b if b[1] else b[0] for b in busy]
+        out[kind] = (path, "/".join(busy))
+    return out
+
+
+def write_platforms(tmp, P, speed_file):
+    """plain.xml and loaded.xml (node-0 with speed_file=`speed_file`, a name beside them) with the T3E's MPI figures
+    (the generated t3e platform's mksim.* properties): generated platforms declare hosts in a <cluster> (no per-host
+    speed_file), so the hosts are written one by one here. Returns (plain, loaded, props)."""
     t3e = os.path.join(tmp, "t3e.xml")
-    sh([mksim, "platform", "--machine", "t3e", "--nodes", str(P), "-o", t3e])
+    sh([os.path.join(ROOT_BUILD[0], "sim", "mksim"), "platform", "--machine", "t3e", "--nodes", str(P), "-o", t3e])
     props = platform_props(t3e)
     plat, loaded = os.path.join(tmp, "plain.xml"), os.path.join(tmp, "loaded.xml")
-    for path, attr in ((plat, ""), (loaded, ' speed_file="node0.prof"')):
+    for path, attr in ((plat, ""), (loaded, ' speed_file="%s"' % speed_file)):
         with open(path, "w") as f:
             f.write("<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
                     "<platform version=\"4.1\">\n<zone id=\"root\" routing=\"Full\">\n")
@@ -214,6 +249,17 @@ def part_b(a, tmp, rows):
                     f.write('  <route src="node-%d" dst="node-%d"><link_ctn id="l-%d"/>'
                             '<link_ctn id="l-%d"/></route>\n' % (i, j, i, j))
             f.write("</zone>\n</platform>\n")
+    return plat, loaded, props
+
+
+def part_b(a, tmp, rows):
+    print("== SMPI (smpirun -replay of the atm2d skeleton's TI traces) with a speed_file on node-0, against mksim")
+    mksim = os.path.join(a.build, "sim", "mksim")
+    P = 4
+    prof = os.path.join(tmp, "node0.prof")
+    with open(prof, "w") as f:  # half speed 2 ms of every 5 ms, a quarter speed for 1 ms
+        f.write("0.001 0.5\n0.003 0.25\n0.004 1\nLOOPAFTER 0.001\n")
+    plat, loaded, props = write_platforms(tmp, P, "node0.prof")
     load = os.path.join(tmp, "node0.load")
     with open(load, "w") as f:
         f.write("speed rank:0 node0.prof\n")
@@ -232,6 +278,13 @@ def part_b(a, tmp, rows):
         out = sh(cmd, cwd=tmp)
         res["smpi-" + name] = float(re.search(r"Simulated time: (\S+) seconds", out).group(1))
     spec = {"params": ["N", "steps"], "args": ["256", "10"]}
+    against_smpi(a, rows, res, plat, loaded, load, skel, spec, P,
+                 {"part": "smpi", "program": "atm2d.json TI", "args": "P=4 N=256 steps=10"}, "profile", "")
+
+
+def against_smpi(a, rows, res, plat, loaded, load, skel, spec, P, row, loaded_label, title):
+    """mksim on the plain platform, on the one with node-0's speed_file and on the plain one with --load, each
+    against SMPI's time in res ("smpi-plain", "smpi-loaded"): rows and a printed line each."""
     cfg = ["--cfg=" + c for c in COMMON_CFG]
     res["mksim-plain"] = predict(a.build, plat, skel, spec, P, extra=cfg)[0]
     res["mksim-xml"] = predict(a.build, loaded, skel, spec, P, extra=cfg)[0]
@@ -239,11 +292,74 @@ def part_b(a, tmp, rows):
     for k in ("plain", "xml", "load"):
         ref = res["smpi-plain"] if k == "plain" else res["smpi-loaded"]
         err = (res["mksim-" + k] - ref) / ref
-        rows.append({"part": "smpi", "program": "atm2d.json TI", "args": "P=4 N=256 steps=10", "duty_pct": "profile" if k != "plain" else 0,
-                     "measured_s": "%.6g" % ref, "predicted_s": "%.6g" % res["mksim-" + k], "error_pct": "%+.2f" % (100 * err),
-                     "runs_s": "smpi", "ci95_s": "", "loadavg": "mksim " + k})
-        print("mksim %-5s %.6g s  vs SMPI %-6s %.6g s  gap %+.2f%%" % (k, res["mksim-" + k], "plain" if k == "plain" else "loaded", ref, 100 * err))
+        rows.append(dict(row, duty_pct=loaded_label if k != "plain" else 0, measured_s="%.6g" % ref,
+                         predicted_s="%.6g" % res["mksim-" + k], error_pct="%+.2f" % (100 * err), runs_s="smpi", ci95_s="",
+                         loadavg="mksim " + k))
+        print("%smksim %-5s %.6g s  vs SMPI %-6s %.6g s  gap %+.2f%%"
+              % (title, k, res["mksim-" + k], "plain" if k == "plain" else "loaded", ref, 100 * err))
 
+SMPI_LOG = ["--log=root.thresh:warning", "--log=smpi_utils.thresh:info", "--log=xbt_cfg.thresh:warning",
+            "--log=smpi_config.thresh:error"]
+# mksim's collective algorithms by SMPI's names (bench/corpus.py): atm2d's closing reductions
+SMPI_COLLECTIVES = ["smpi/reduce:binomial", "smpi/allreduce:rdb", "smpi/bcast:binomial_tree"]
+
+
+def smpi_time(cmd, cwd):
+    out = sh(cmd, cwd=cwd)
+    m = re.search(r"Simulated time: (\S+) seconds", out)
+    if not m:
+        raise SystemExit("no simulated time in the output of %s:\n%s" % (" ".join(cmd), out[-2000:]))
+    return float(m.group(1))
+
+
+def part_d(a, tmp, rows):
+    """The real atm2d under smpirun with a speed_file, its skeleton from its own TI traces, against mksim."""
+    print("== SMPI: the real atm2d (smpicc, compute as smpi_execute_flops) with a speed_file on node-0, skeleton from "
+          "smpirun -trace-ti, against mksim")
+    d = os.path.join(tmp, "app")
+    os.makedirs(d)
+    P, steps = 4, 8
+    prog = os.path.join(d, "atm2d")
+    sh(["smpicc", "-std=c99", "-O2", "-DMKSIM_SMPI_WORK", "-o", prog, os.path.join(ROOT, "skeletons", "apps", "atm2d.c"), "-lm"])
+    hostfile = os.path.join(d, "hosts")
+    with open(hostfile, "w") as f:
+        f.write("".join("node-%d\n" % r for r in range(P)))
+    profiles = [("fixed", None, 1024)]
+    if a.measured_profile:
+        profiles.append(("mkcalib", a.measured_profile, 2048))
+    plat = None
+    skel = os.path.join(d, "atm2d-ti.json")
+    for label, source, N in profiles:
+        pdir = os.path.join(d, label)
+        os.makedirs(pdir)
+        prof = os.path.join(pdir, "node0.prof")
+        if source:
+            shutil.copy(source, prof)
+        else:
+            with open(prof, "w") as f:  # half speed 2 ms of every 5 ms, a quarter speed for 1 ms (part B's)
+                f.write("0.001 0.5\n0.003 0.25\n0.004 1\nLOOPAFTER 0.001\n")
+        plat, loaded, props = write_platforms(pdir, P, "node0.prof")
+        if not os.path.exists(skel):  # the TI traces (time-independent: any platform) and the skeleton, once
+            inputs = []
+            for n in (128, 256, 512):
+                idx = os.path.join(d, "ti-%d" % n, "ti.txt")
+                os.makedirs(os.path.dirname(idx))
+                sh(["smpirun", "-np", str(P), "-platform", plat, "-hostfile", hostfile, "-trace-ti", "--cfg=tracing/filename:" + idx,
+                    "--cfg=smpi/simulate-computation:no"] + SMPI_LOG + [prog, str(n), str(steps)], cwd=d)
+                inputs.append("%s::N=%d,steps=%d" % (idx, n, steps))
+            sh([os.path.join(a.build, "sim", "mkskel"), "build"] + inputs + ["-o", skel])
+        load = os.path.join(pdir, "node0.load")
+        with open(load, "w") as f:
+            f.write("speed rank:0 node0.prof\n")
+        cfg = ["--cfg=" + c for c in smpi_cfg(props) + SMPI_COLLECTIVES + ["smpi/simulate-computation:no"]]
+        res = {}
+        for name, xml in (("plain", plat), ("loaded", loaded)):
+            res["smpi-" + name] = smpi_time(["smpirun", "-np", str(P), "-platform", xml, "-hostfile", hostfile] + cfg + SMPI_LOG +
+                                            [prog, str(N), str(steps)], cwd=pdir)
+        spec = {"params": ["N", "steps"], "args": [str(N), str(steps)]}
+        against_smpi(a, rows, res, plat, loaded, load, skel, spec, P,
+                     {"part": "smpi-app", "program": "atm2d.c (smpicc) TI skeleton", "args": "P=%d N=%d steps=%d" % (P, N, steps)},
+                     label + " profile", "atm2d N=%d %-7s profile: " % (N, label))
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -257,10 +373,15 @@ def main():
     ap.add_argument("--nice", type=int, default=-19, help="nice of the script's autogroup (0: leave it)")
     ap.add_argument("--skip-real", action="store_true")
     ap.add_argument("--skip-smpi", action="store_true")
+    ap.add_argument("--skip-mkcalib", action="store_true", help="part A without part C")
+    ap.add_argument("--window", type=float, default=5, help="mkcalib load --window (part C)")
+    ap.add_argument("--profile", default="", help="also run part D with this speed profile (e.g. one mkcalib load wrote)")
     ap.add_argument("--csv", default="")
     ap.add_argument("--check-smpi", type=float, default=0, help="exit 1 when an SMPI gap exceeds this fraction (tests: 0.01)")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
+    ROOT_BUILD[0] = a.build
+    a.measured_profile = os.path.abspath(a.profile) if a.profile else ""
     a.duties = [int(x) for x in a.duties.split(",") if x]
     a.programs = [p for p in a.programs.split(",") if p]
     if a.check_smpi and not shutil.which("smpirun"):
@@ -277,17 +398,19 @@ def main():
             if not shutil.which("stress-ng"):
                 raise SystemExit("stress-ng is not installed (apt-get install stress-ng)")
             part_a(a, tmp, rows)
+        if not a.skip_smpi:
+            part_d(a, tmp, rows)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if a.check_smpi:
-        bad = [r for r in rows if r["part"] == "smpi" and abs(float(r["error_pct"])) > 100 * a.check_smpi]
+        bad = [r for r in rows if r["part"] in ("smpi", "smpi-app") and abs(float(r["error_pct"])) > 100 * a.check_smpi]
         if bad or not rows:
             print("FAILED: SMPI gaps above %.2f%%: %s" % (100 * a.check_smpi, bad))
             sys.exit(1)
     if a.csv:
         with open(a.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=["part", "program", "args", "duty_pct", "measured_s", "runs_s", "predicted_s", "ci95_s",
-                                              "error_pct", "loadavg"])
+                                              "error_pct", "loadavg", "busy"])
             w.writeheader()
             w.writerows(rows)
 

@@ -1,10 +1,12 @@
 // mkcalib's subcommands: bench (run the MPI microbenchmarks into a resumable database), show (print it), fit
-// (a calibrated platform from a database and/or measured runs) and validate (held-out runs on a platform).
+// (a calibrated platform from a database and/or measured runs), validate (held-out runs on a platform) and load
+// (the background load of this machine from /proc samples, as a load file for mksim --load).
 // Options parsed with Boost.Program_options; the work is in mksim::calibration.
 #include "sim/cli/calib_cli.hpp"
 
 #include "calibration/bench.hpp"
 #include "calibration/fit_platform.hpp"
+#include "calibration/load_probe.hpp"
 #include "calibration/pattern_figures.hpp"
 #include "calibration/pattern_table.hpp"
 #include "skeletons/error.hpp"
@@ -15,6 +17,8 @@
 #include <boost/program_options.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 #include <filesystem>
 #include <iomanip>
 #include <stdexcept>
@@ -47,6 +51,8 @@ const char* USAGE =
     "       mkcalib table-runs --table LINES.csv --machine NAME [-P N] [--steps S] -o RUNS.csv\n"
     "       mkcalib table-check --table LINES.csv --machine NAME --platform XML [-P N] [--steps S]\n"
     "       mkcalib patterns --platform BASE (--db FILE.h5 | --table LINES.csv --machine NAME) -o OUT.xml\n"
+    "       mkcalib load -o LOAD.txt [--window S] [--interval S] [--cpus LIST] [--tasks K|auto] [--demand cpu|wall]\n"
+    "                    [--rule speed|busy] [--hosts H1,H2,...] [--pids PID,... | --autogroups]\n"
     "       mkcalib --version | --help\n"
     "kernels: pingpong send_overhead recv_overhead stream shift1d halo2d halo3d barrier bcast reduce allreduce\n"
     "         allgather alltoall gather scatter compute; groups: all p2p overheads patterns collectives\n"
@@ -419,6 +425,133 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out) {
   return EXIT_OK;
 }
 
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+std::string num(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// mkcalib load: /proc samples of the cores the ranks will run on, written as a load file for mksim --load
+// (calibration/load_probe.hpp; calibration/README.md "mkcalib load").
+int cmd_load(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mkcalib load");
+  double window = 10, interval = 0.2;
+  bool autogroups = false;
+  std::string cpus_text = "0", tasks_text = "1", demand = "cpu", rule = "speed", hosts_text, output, proc = "/proc", pids_text;
+  desc.add_options()("help,h", "this help")
+      ("window", po::value(&window)->default_value(window), "seconds to sample")
+      ("interval", po::value(&interval)->default_value(interval), "seconds per sample (one profile piece; at least 2 ticks of /proc/stat, 0.02 s)")
+      ("cpus", po::value(&cpus_text)->default_value(cpus_text), "cores to measure, e.g. 0,1 or 0-3: the k-th is rank k's core")
+      ("tasks", po::value(&tasks_text)->default_value(tasks_text),
+       "K, the CPU-bound background tasks that share a core with a rank while busy; auto: the mean runnable count\n"
+       "per core seen in /proc/PID/task/TID/stat at each sample")
+      ("demand", po::value(&demand)->default_value(demand), "cpu (busy time is the background's CPU time, stretched beside a rank: stress-ng, jobs with fixed work per cycle) or wall")
+      ("rule", po::value(&rule)->default_value(rule), "speed: per-core profiles (speed HOST PROFILE); busy: the fitted busy rule (the other form is written as a comment)")
+      ("pids", po::value(&pids_text), "measure only these processes and their descendants (comma-separated ids), not every task on the cores")
+      ("autogroups", po::bool_switch(&autogroups),
+       "weigh sessions as CFS does: the busy fraction is that of mkcalib's own session (autogroup, where the program\n"
+       "will run); other sessions count by their nice weight against it")
+      ("hosts", po::value(&hosts_text), "host of each core in the load file, comma-separated (default rank:0, rank:1, ...)")
+      ("proc", po::value(&proc)->default_value(proc), "the proc file system")
+      ("output,o", po::value(&output)->required(), "load file to write; profiles are written beside it as STEM.cpuN.prof");
+  if (!parse_options(args, desc, {}, out)) return EXIT_OK;
+  calibration::ProbeOptions o;
+  try {
+    o.cpus = calibration::parse_cpu_list(cpus_text);
+    if (!pids_text.empty()) o.pids = calibration::parse_pid_list(pids_text);
+    if (!o.pids.empty() && autogroups) throw UsageError("--pids and --autogroups: give one (processes, or sessions by weight)");
+    o.autogroups = autogroups;
+  } catch (const calibration::LoadProbeInputError& e) {
+    throw UsageError(e.what());
+  }
+  if (!(window > 0) || !std::isfinite(window)) throw UsageError("--window must be a positive number of seconds, got " + num(window));
+  if (!(interval >= 0.02) || !std::isfinite(interval))
+    throw UsageError("--interval must be at least 0.02 s (/proc/stat counts in ticks of 0.01 s), got " + num(interval));
+  if (interval > window) throw UsageError("--interval (" + num(interval) + " s) is longer than --window (" + num(window) + " s)");
+  if (window / interval > 1e6) throw UsageError("--window / --interval: more than a million samples");
+  double tasks = -1;
+  if (tasks_text != "auto") {
+    std::size_t used = 0;
+    try {
+      tasks = std::stod(tasks_text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != tasks_text.size() || !(tasks > 0) || !std::isfinite(tasks)) throw UsageError("--tasks: expected a positive number or auto, got \"" + tasks_text + "\"");
+  }
+  o.count_tasks = tasks < 0;
+  if (demand != "cpu" && demand != "wall") throw UsageError("--demand: expected cpu or wall, got \"" + demand + "\"");
+  if (rule != "speed" && rule != "busy") throw UsageError("--rule: expected speed or busy, got \"" + rule + "\"");
+  std::vector<std::string> hosts;
+  if (hosts_text.empty()) {
+    for (std::size_t k = 0; k < o.cpus.size(); ++k) hosts.push_back("rank:" + std::to_string(k));
+  } else {
+    hosts = split_commas(hosts_text);
+    if (hosts.size() != o.cpus.size())
+      throw UsageError("--hosts names " + std::to_string(hosts.size()) + " host(s) for " + std::to_string(o.cpus.size()) + " cpu(s)");
+    for (const auto& h : hosts)
+      if (h.empty() || h.find_first_of(" \t#") != std::string::npos) throw UsageError("--hosts: \"" + h + "\" is not a host name");
+  }
+  o.window_s = window;
+  o.interval_s = interval;
+  o.proc = proc;
+  const fs::path out_path(output);
+  const fs::path dir = out_path.parent_path();
+  if (!dir.empty() && !fs::is_directory(dir)) throw UsageError(output + ": directory " + dir.string() + " does not exist");
+
+  calibration::Probe probe;
+  try {
+    probe = calibration::measure_load(o);
+  } catch (const calibration::LoadProbeInputError& e) {
+    throw UsageError(e.what());
+  }  // ProcError: exit code 1 through run_guarded
+  std::vector<calibration::CpuLoad> loads;
+  std::vector<std::string> names;
+  std::ostringstream cmd;
+  cmd << "mkcalib load --window " << window << " --interval " << interval << " --cpus " << cpus_text << " --tasks " << tasks_text
+      << " --demand " << demand << (pids_text.empty() ? "" : " --pids " + pids_text) << (autogroups ? " --autogroups" : "");
+  for (const auto& s : probe.cpus) {
+    loads.push_back(calibration::summarise_cpu(s, probe.interval_s, tasks, demand));
+    const std::string name = out_path.stem().string() + ".cpu" + std::to_string(s.cpu) + ".prof";
+    names.push_back(name);
+    std::ostringstream comment;
+    comment << "availability of a CPU-bound rank on cpu " << s.cpu << ", " << s.busy.size() << " samples of " << probe.interval_s
+            << " s (" << cmd.str() << "), repeating";
+    calibration::write_file_atomically((dir / name).string(), calibration::profile_text(loads.back(), probe.interval_s, comment.str()));
+  }
+  std::ostringstream header;
+  header << cmd.str() << "\n"
+         << "background load of this machine over " << std::setprecision(4) << probe.elapsed_s << " s; a rank on the k-th core gets\n"
+         << "a = 1 - d' K/(1+K) of it in each sample, d' the busy fraction (demand=" << demand << "; calibration/README.md)";
+  calibration::write_file_atomically(output, calibration::load_file_text(loads, hosts, names, rule, header.str()));
+  out << "sampled cpu(s) " << cpus_text << " for " << std::setprecision(4) << probe.elapsed_s << " s, "
+      << (probe.cpus.empty() ? 0 : probe.cpus[0].busy.size()) << " samples of " << probe.interval_s << " s\n";
+  out << "cpu  busy_mean  busy_min  busy_max  tasks  availability  " << (autogroups ? "others  " : "") << "fitted rule\n";
+  for (std::size_t k = 0; k < loads.size(); ++k) {
+    const auto& l = loads[k];
+    out << std::left << std::setw(5) << l.cpu << std::setw(11) << std::setprecision(3) << l.busy_mean << std::setw(10) << l.busy_min
+        << std::setw(10) << l.busy_max << std::setw(7) << l.tasks << std::setw(14) << std::setprecision(4) << l.mean_availability;
+    if (autogroups) out << std::setw(8) << std::setprecision(3) << l.others_loss;
+    out << "busy " << hosts[k] << " duty=" << std::setprecision(4) << l.fitted.duty << " period=" << l.fitted.period << "\n"
+        << std::right;
+  }
+  out << "wrote " << output << " (rule " << rule << ")";
+  for (const auto& n : names) out << ", " << (dir / n).string();
+  out << "\n";
+  return EXIT_OK;
+}
+
 }  // namespace
 
 int run_mkcalib(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -444,6 +577,7 @@ int run_mkcalib(const std::vector<std::string>& args, std::ostream& out, std::os
       if (args[0] == "table-runs") return cmd_table_runs(rest, out);
       if (args[0] == "table-check") return cmd_table_check(rest, out);
       if (args[0] == "patterns") return cmd_patterns(rest, out);
+      if (args[0] == "load") return cmd_load(rest, out);
       throw UsageError("unknown command \"" + args[0] + "\"\n" + USAGE);
     } catch (const calibration::FitError& e) {
       throw std::runtime_error(std::string("fit failed: ") + e.what());  // exit code 1
