@@ -7,6 +7,7 @@
 #include "skeletons/builder/predicate.hpp"
 #include "skeletons/builder/regress.hpp"
 #include "skeletons/builder/topology.hpp"
+#include "skeletons/builder/neighbours.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/expr.hpp"
 #include "skeletons/matching.hpp"
@@ -592,6 +593,7 @@ class Builder {
 
   BuildResult result;
   bool sizes_are_statistics = false;  ///< the runs were folded with message sizes as statistics (vary.hpp)
+  NeighbourLists neighbours;          ///< calls of neighbour lists, tagged by offset (neighbours.hpp)
 
   nlohmann::json build() {
     // every rank of every run is a member; ranks with the same shape share one alignment
@@ -697,6 +699,7 @@ class Builder {
     }
     if (!result.ambiguities.empty()) prov["ambiguities"] = result.ambiguities;
     if (!result.warnings.empty()) prov["warnings"] = result.warnings;
+    if (!neighbours.notes.empty()) prov["neighbour_lists"] = neighbours.notes;
     sk["provenance"] = prov;
     return sk;
   }
@@ -863,6 +866,7 @@ class Builder {
     for (std::size_t sh = 0; sh < shapes_.size(); ++sh)
       for (std::size_t m : shapes_[sh]) run_of[sh].push_back(run_index.at(members_[m].run));
     std::vector<UNode> program = build_level(inputs, per_shape, shared, run_of, false);
+    order_neighbour_lists(program);
     program = nest_regions(std::move(program), true);
     if (std::getenv("MKSKEL_DEBUG")) dump(program, 0);
     branches_.clear();
@@ -1268,6 +1272,69 @@ class Builder {
     return in;
   }
 
+  // ---------------------------------------------------------------------------------------------------
+  // Neighbour lists (neighbours.hpp): the calls of a list carry their offset in their call site (waits, in
+  // the site of the request they complete); each offset's calls are guarded by "the neighbour exists" and
+  // talk to it, and the offsets of one list keep the list's order.
+  std::vector<const NeighbourTag*> neighbour_hints_;  // the tags of the nodes of the `if` being written
+
+  const NeighbourTag* neighbour_tag(const UNode& u) const {
+    if (u.type != UNode::Type::CALL || u.occ.empty() || u.occ.front().nodes.empty() || neighbours.by_site.empty()) return nullptr;
+    const Call& c = std::get<Call>(u.occ.front().nodes.front()->op);
+    auto it = neighbours.by_site.find(c.kind == Kind::WAIT ? c.waits_on : c.site);
+    return it == neighbours.by_site.end() ? nullptr : &it->second;
+  }
+
+  // stable order of each run of consecutive nodes of one list by the list's order of offsets: the traced
+  // ranks alone may never run two offsets together (a side of 2 has no rank with both neighbours)
+  void order_neighbour_lists(std::vector<UNode>& level) const {
+    for (UNode& u : level) order_neighbour_lists(u.body);
+    std::size_t i = 0;
+    while (i < level.size()) {
+      const NeighbourTag* t = neighbour_tag(level[i]);
+      if (!t) {
+        ++i;
+        continue;
+      }
+      const Kind kind = std::get<Call>(level[i].occ.front().nodes.front()->op).kind;
+      std::size_t j = i + 1;
+      while (j < level.size()) {
+        const NeighbourTag* o = neighbour_tag(level[j]);
+        if (!o || o->base_site != t->base_site || std::get<Call>(level[j].occ.front().nodes.front()->op).kind != kind) break;
+        ++j;
+      }
+      std::stable_sort(level.begin() + static_cast<long>(i), level.begin() + static_cast<long>(j),
+                       [&](const UNode& a, const UNode& b) { return neighbour_tag(a)->order < neighbour_tag(b)->order; });
+      i = j;
+    }
+  }
+
+  // "the neighbour at the offset exists" when it holds exactly for `in` in every run, for one of the hints
+  std::string neighbour_condition_of(const std::vector<bool>& in) const {
+    if (neighbour_hints_.empty()) return "";
+    const std::vector<RunLabels> labels = labels_of(in);
+    for (const NeighbourTag* t : neighbour_hints_) {
+      bool all = true;
+      for (std::size_t r = 0; r < runs_.size() && all; ++r)
+        for (int rank = 0; rank < runs_[r].P && all; ++rank)
+          all = (neighbour_rank(*t, runs_[r].P, rank) >= 0) == static_cast<bool>(labels[r].member[static_cast<std::size_t>(rank)]);
+      if (all) return neighbour_condition(*t);
+    }
+    return "";
+  }
+
+  // the neighbour as peer when it is every occurrence's peer
+  std::string neighbour_peer_of(const UNode& u) const {
+    const NeighbourTag* t = neighbour_tag(u);
+    if (!t) return "";
+    for (const Occ& o : u.occ)
+      for (std::size_t k = 0; k < o.nodes.size(); ++k) {
+        const Member& m = members_[shapes_[o.shape][k]];
+        if (neighbour_rank(*t, m.run->P, m.rank) != std::get<Call>(o.nodes[k]->op).peer) return "";
+      }
+    return neighbour_peer(*t);
+  }
+
   // Which ranks of each run are in the member set `in`, for the predicate search.
   std::vector<RunLabels> labels_of(const std::vector<bool>& in) const {
     std::vector<RunLabels> labels;
@@ -1286,6 +1353,7 @@ class Builder {
 
   // The condition that is true exactly on `in` in every run.
   std::string condition(const std::vector<bool>& in, const std::string& where) {
+    if (const std::string nb = neighbour_condition_of(in); !nb.empty()) return nb;
     if (auto it = predicates_.find(in); it != predicates_.end()) return it->second;
     const std::vector<RunLabels> labels = labels_of(in);
     GroupPredicate g = find_group_predicate(labels, predicate_options_);
@@ -1876,6 +1944,9 @@ class Builder {
         nlohmann::json then = nlohmann::json::array();
         for (std::size_t k = i; k < j; ++k) emit_node(list[k], here, at + "/then", then);
         if (!then.empty()) {
+          neighbour_hints_.clear();
+          for (std::size_t k = i; k < j; ++k)
+            if (const NeighbourTag* t = neighbour_tag(list[k])) neighbour_hints_.push_back(t);
           const std::string cond = condition(here, at);
           if (!cond.empty()) {
             body.push_back({{"op", "if"}, {"cond", cond}, {"then", then}});
@@ -2105,7 +2176,12 @@ class Builder {
     }
     if (const char* op = p2p_op_name(c.kind)) {
       nlohmann::json b = {{"op", op}};
-      b["peer"] = c.peer == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer"));
+      if (std::string nb = decl <= 0 ? neighbour_peer_of(u) : ""; !nb.empty()) {
+        b["peer"] = nb;
+        fits["peer"] = {{"form", "neighbour list"}, {"exact", true}};
+      } else {
+        b["peer"] = c.peer == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer"));
+      }
       b["size"] = fit_call_int(u, bytes_of, at, fits, "size");
       if (c.kind == Kind::RECV || c.kind == Kind::IRECV) b["_recv_site"] = c.site;
       else send_sizes_[c.site].insert(b["size"].dump()), b["_send_site"] = c.site;
@@ -2262,10 +2338,14 @@ BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOpti
     infos.push_back(std::move(info));
   }
   bool sizes_vary = false;
-  {  // iterations that differ only in message sizes (vary.hpp)
+  NeighbourLists neighbour_lists;
+  {  // iterations that differ only in message sizes (vary.hpp), then neighbour lists (neighbours.hpp)
     std::vector<std::vector<RankProgram>> folded;
     for (RunInfo& info : infos) folded.push_back(std::move(info.ranks));
     const SizesChoice sizes = choose_sizes(runs, folded, options.fold, options.vary_sizes);
+    std::vector<int> ps;
+    for (const RunInfo& info : infos) ps.push_back(info.P);
+    neighbour_lists = tag_neighbour_lists(ps, folded);
     for (std::size_t i = 0; i < infos.size(); ++i) infos[i].ranks = std::move(folded[i]);
     if (!sizes.note.empty()) region_warnings.push_back(sizes.note);
     sizes_vary = sizes.vary;
@@ -2282,6 +2362,7 @@ BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOpti
   for (const RunInfo& info : infos) configurations.emplace_back(info.name, info.P, info.vars);
   Builder b(std::move(infos), std::vector<std::string>(names.begin(), names.end()), options);
   b.sizes_are_statistics = sizes_vary;
+  b.neighbours = std::move(neighbour_lists);
   b.result.warnings.insert(b.result.warnings.end(), region_warnings.begin(), region_warnings.end());
   nlohmann::json sk = b.build();
   b.result.skeleton = std::move(sk);
