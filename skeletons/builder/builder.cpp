@@ -408,8 +408,11 @@ void place_skipped_gaps(std::vector<UNode>& level, const std::vector<std::vector
 // node) get one copy per class; every other node stays shared. The result is acyclic: a cycle would lie
 // within one component, whose copies each take edges from one class only. `shared` is set when a class
 // holds several shapes.
+// `optional`: call sites of neighbour lists (neighbours.hpp), which are never anchors: which of them a rank
+// runs depends on where it lies on the grid, so the k-th waitall after the last of them is not one call.
 std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_shape, bool& shared,
-                               const std::vector<std::vector<std::size_t>>& run_of, bool loop_body) {
+                               const std::vector<std::vector<std::size_t>>& run_of, bool loop_body,
+                               const std::map<std::uint64_t, NeighbourTag>* optional = nullptr) {
   // each input's units and their identities
   struct Walk {
     std::vector<Unit> units;
@@ -446,7 +449,12 @@ std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_sh
       auto [it, fresh] = base_index.try_emplace(id, base_ids.size());
       if (fresh) base_ids.push_back(id);
       w.base.push_back(it->second);
-      if (std::get<0>(id) == 1 || (std::get<0>(id) == 0 && !repeated.count(std::get<1>(id)))) {
+      bool listed = false;
+      if (optional && u.type == UNode::Type::CALL) {
+        const Call& c = std::get<Call>(rep[u.node].op);
+        listed = optional->count(c.kind == Kind::WAIT ? c.waits_on : c.site) > 0;
+      }
+      if (std::get<0>(id) == 1 || (std::get<0>(id) == 0 && !repeated.count(std::get<1>(id)) && !listed)) {
         anchor = it->second;
         since_anchor.clear();
       }
@@ -565,7 +573,7 @@ std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_sh
         for (const Seq* sq : inputs[in].seqs) b.seqs.push_back(&std::get<Loop>((*sq)[unit.node].op).body);
         bodies.push_back(std::move(b));
       }
-      info.node.body = build_level(bodies, per_shape, shared, run_of, true);
+      info.node.body = build_level(bodies, per_shape, shared, run_of, true, optional);
     }
     level.push_back(std::move(info.node));
   }
@@ -865,7 +873,7 @@ class Builder {
     for (const RunInfo& r : runs_) run_index.emplace(&r, run_index.size());
     for (std::size_t sh = 0; sh < shapes_.size(); ++sh)
       for (std::size_t m : shapes_[sh]) run_of[sh].push_back(run_index.at(members_[m].run));
-    std::vector<UNode> program = build_level(inputs, per_shape, shared, run_of, false);
+    std::vector<UNode> program = build_level(inputs, per_shape, shared, run_of, false, &neighbours.by_site);
     order_neighbour_lists(program);
     program = nest_regions(std::move(program), true);
     if (std::getenv("MKSKEL_DEBUG")) dump(program, 0);
@@ -1948,6 +1956,7 @@ class Builder {
           for (std::size_t k = i; k < j; ++k)
             if (const NeighbourTag* t = neighbour_tag(list[k])) neighbour_hints_.push_back(t);
           const std::string cond = condition(here, at);
+          neighbour_hints_.clear();
           if (!cond.empty()) {
             body.push_back({{"op", "if"}, {"cond", cond}, {"then", then}});
           } else {  // the share of the enclosing block's ranks, pooled over runs (data_dependent_sets)
