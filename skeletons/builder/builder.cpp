@@ -1338,7 +1338,12 @@ class Builder {
     for (const Occ& o : u.occ)
       for (std::size_t k = 0; k < o.nodes.size(); ++k) {
         const Member& m = members_[shapes_[o.shape][k]];
-        if (neighbour_rank(*t, m.run->P, m.rank) != std::get<Call>(o.nodes[k]->op).peer) return "";
+        const Call& c = std::get<Call>(o.nodes[k]->op);
+        if (neighbour_rank(*t, m.run->P, m.rank) != c.peer) return "";
+        // on a communicator (a Cartesian grid made without reordering), its ranks must be world's
+        if (c.comm != 0 && (topo_->to_comm_rank(trun(m), m.rank, c.comm, m.rank) != m.rank ||
+                            topo_->to_comm_rank(trun(m), m.rank, c.comm, c.peer) != c.peer))
+          return "";
       }
     return neighbour_peer(*t);
   }
@@ -2185,7 +2190,7 @@ class Builder {
     }
     if (const char* op = p2p_op_name(c.kind)) {
       nlohmann::json b = {{"op", op}};
-      if (std::string nb = decl <= 0 ? neighbour_peer_of(u) : ""; !nb.empty()) {
+      if (std::string nb = neighbour_peer_of(u); !nb.empty()) {
         b["peer"] = nb;
         fits["peer"] = {{"form", "neighbour list"}, {"exact", true}};
       } else {
@@ -2355,6 +2360,16 @@ BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOpti
     std::vector<int> ps;
     for (const RunInfo& info : infos) ps.push_back(info.P);
     neighbour_lists = tag_neighbour_lists(ps, folded);
+    if (!neighbour_lists.by_site.empty() && options.stack_regions) {
+      // regions from call-site stacks open and close around the calls of a list (a function called between
+      // them), so that ranks with different lists fold and align the rest differently (hpcg): without them
+      BuildOptions again = options;
+      again.stack_regions = false;
+      BuildResult r = build_skeleton(given, again);
+      r.warnings.insert(r.warnings.begin(), "the program loops over neighbour lists: built without regions from call-site stacks "
+                                            "(they cut the lists' calls apart; mkskel build --no-stack-regions does the same)");
+      return r;
+    }
     for (std::size_t i = 0; i < infos.size(); ++i) infos[i].ranks = std::move(folded[i]);
     if (!sizes.note.empty()) region_warnings.push_back(sizes.note);
     sizes_vary = sizes.vary;

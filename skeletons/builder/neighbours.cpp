@@ -3,6 +3,8 @@
 #include "skeletons/expr.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <set>
 #include <utility>
@@ -75,11 +77,12 @@ void scan(const Seq& seq, int rank, const std::array<int, 3>& n, std::map<Key, S
     bool ok = true;
     std::size_t j = i;
     while (j < seq.size()) {
-      if (std::holds_alternative<Compute>(seq[j].op)) {
+      const Call* d = std::get_if<Call>(&seq[j].op);
+      if (std::holds_alternative<Compute>(seq[j].op) || (d && trace::is_annotation(d->kind))) {
+        if (std::getenv("MKSKEL_DEBUG_NB") && d) std::fprintf(stderr, "nb: skip %s\n", std::string(trace::kind_name(d->kind)).c_str());
         ++j;
         continue;
       }
-      const Call* d = std::get_if<Call>(&seq[j].op);
       if (!d || d->kind != c->kind || d->site != c->site) break;
       const int idx = neighbour_index(rank, d->peer, n);
       ok = ok && idx >= 0 && std::find(offs.begin(), offs.end(), idx) == offs.end();
@@ -118,6 +121,63 @@ std::map<int, int> common_order(const std::set<std::vector<int>>& orders) {
 std::uint64_t tagged_site(std::uint64_t site, int idx) {
   std::uint64_t h = site ^ (0x4e4252ull + static_cast<std::uint64_t>(idx) * 0x9E3779B97F4A7C15ull);
   return h * 1099511628211ull + 0x4e42ull;
+}
+
+// The region markers between the calls of one run of a list (a region around each call, as call-site stacks
+// give when the loop's body calls a function between them) are dropped: an end and the begin of the same
+// region that follows it, so that the list's calls are consecutive and the region spans the whole list.
+template <class Lists>
+void join_regions(Seq& seq, const Lists& lists) {
+  for (Node& n : seq)
+    if (auto* l = std::get_if<Loop>(&n.op)) join_regions(l->body, lists);
+  std::vector<bool> drop(seq.size(), false);
+  std::size_t i = 0;
+  while (i < seq.size()) {
+    const Call* c = std::get_if<Call>(&seq[i].op);
+    if (!c || !lists.count({static_cast<int>(c->kind), c->site})) {
+      ++i;
+      continue;
+    }
+    std::size_t last = i, j = i + 1;
+    std::vector<std::size_t> markers, pending;
+    while (j < seq.size()) {
+      const Call* d = std::get_if<Call>(&seq[j].op);
+      if (std::holds_alternative<Compute>(seq[j].op)) {
+        ++j;
+        continue;
+      }
+      if (d && (d->kind == Kind::REGION_BEGIN || d->kind == Kind::REGION_END)) {
+        pending.push_back(j++);
+        continue;
+      }
+      if (!d || d->kind != c->kind || d->site != c->site) break;
+      markers.insert(markers.end(), pending.begin(), pending.end());
+      pending.clear();
+      last = j++;
+    }
+    // only balanced pairs (end, then begin of the same name) between the first and the last call
+    bool balanced = markers.size() % 2 == 0;
+    for (std::size_t k = 0; balanced && k < markers.size(); k += 2) {
+      const Call& e = std::get<Call>(seq[markers[k]].op);
+      const Call& b = std::get<Call>(seq[markers[k + 1]].op);
+      balanced = e.kind == Kind::REGION_END && b.kind == Kind::REGION_BEGIN && e.tag == b.tag;
+    }
+    if (balanced)
+      for (std::size_t k : markers) drop[k] = true;
+    i = last + 1;
+  }
+  Seq kept;
+  kept.reserve(seq.size());
+  for (std::size_t k = 0; k < seq.size(); ++k) {
+    if (drop[k]) continue;
+    // two compute gaps made adjacent by a dropped marker are one gap
+    if (!kept.empty() && std::holds_alternative<Compute>(seq[k].op) && std::holds_alternative<Compute>(kept.back().op)) {
+      std::get<Compute>(kept.back().op).merge(std::get<Compute>(seq[k].op));
+      continue;
+    }
+    kept.push_back(std::move(seq[k]));
+  }
+  seq = std::move(kept);
 }
 
 struct List {
@@ -238,6 +298,10 @@ NeighbourLists tag_neighbour_lists(const std::vector<int>& P, std::vector<std::v
       for (const RankProgram& p : folded[r]) scan(p.seq, p.rank, n, seen);
     }
     for (const auto& [key, s] : seen) {
+      if (std::getenv("MKSKEL_DEBUG_NB"))
+        std::fprintf(stderr, "nb: ndims %d kind %s site %llu valid %d longest %zu orders %zu\n", ndims,
+                     std::string(trace::kind_name(static_cast<Kind>(key.first))).c_str(), static_cast<unsigned long long>(key.second), s.valid ? 1 : 0,
+                     s.longest, s.orders.size());
       if (decided.count(key) || !s.valid || s.longest < 2) continue;
       std::map<int, int> order = common_order(s.orders);
       if (order.empty()) continue;
@@ -255,6 +319,7 @@ NeighbourLists tag_neighbour_lists(const std::vector<int>& P, std::vector<std::v
     result.by_site.clear();
     for (std::size_t r = 0; r < folded.size(); ++r)
       for (RankProgram& p : folded[r]) {
+        join_regions(p.seq, lists);
         Apply a;
         a.P = P[r];
         a.rank = p.rank;
@@ -265,6 +330,8 @@ NeighbourLists tag_neighbour_lists(const std::vector<int>& P, std::vector<std::v
         failed.insert(a.failed.begin(), a.failed.end());
         rehash_all(p.seq);
       }
+    if (std::getenv("MKSKEL_DEBUG_NB"))
+      for (auto f : failed) std::fprintf(stderr, "nb: waits failed for site %llu\n", static_cast<unsigned long long>(f));
     if (failed.empty()) break;
     folded = original;
     for (auto it = lists.begin(); it != lists.end();)
