@@ -3,8 +3,6 @@
 #include "skeletons/expr.hpp"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <deque>
 #include <set>
 #include <utility>
@@ -79,7 +77,6 @@ void scan(const Seq& seq, int rank, const std::array<int, 3>& n, std::map<Key, S
     while (j < seq.size()) {
       const Call* d = std::get_if<Call>(&seq[j].op);
       if (std::holds_alternative<Compute>(seq[j].op) || (d && trace::is_annotation(d->kind))) {
-        if (std::getenv("MKSKEL_DEBUG_NB") && d) std::fprintf(stderr, "nb: skip %s\n", std::string(trace::kind_name(d->kind)).c_str());
         ++j;
         continue;
       }
@@ -298,10 +295,6 @@ NeighbourLists tag_neighbour_lists(const std::vector<int>& P, std::vector<std::v
       for (const RankProgram& p : folded[r]) scan(p.seq, p.rank, n, seen);
     }
     for (const auto& [key, s] : seen) {
-      if (std::getenv("MKSKEL_DEBUG_NB"))
-        std::fprintf(stderr, "nb: ndims %d kind %s site %llu valid %d longest %zu orders %zu\n", ndims,
-                     std::string(trace::kind_name(static_cast<Kind>(key.first))).c_str(), static_cast<unsigned long long>(key.second), s.valid ? 1 : 0,
-                     s.longest, s.orders.size());
       if (decided.count(key) || !s.valid || s.longest < 2) continue;
       std::map<int, int> order = common_order(s.orders);
       if (order.empty()) continue;
@@ -330,8 +323,6 @@ NeighbourLists tag_neighbour_lists(const std::vector<int>& P, std::vector<std::v
         failed.insert(a.failed.begin(), a.failed.end());
         rehash_all(p.seq);
       }
-    if (std::getenv("MKSKEL_DEBUG_NB"))
-      for (auto f : failed) std::fprintf(stderr, "nb: waits failed for site %llu\n", static_cast<unsigned long long>(f));
     if (failed.empty()) break;
     folded = original;
     for (auto it = lists.begin(); it != lists.end();)
