@@ -298,6 +298,15 @@ NeighbourLists tag_neighbour_lists(const std::vector<int>& P, std::vector<std::v
       if (decided.count(key) || !s.valid || s.longest < 2) continue;
       std::map<int, int> order = common_order(s.orders);
       if (order.empty()) continue;
+      // the list must move along every dimension of its grid: a list along one axis fits a 3-D grid of the
+      // traced P by coincidence (NPB LU's north/south sends on its own 2-D grid, like 3-D neighbours at P <= 16)
+      bool every = true;
+      for (int d = 0; d < ndims; ++d) {
+        bool moves = false;
+        for (const auto& [idx, pos] : order) moves = moves || offset_of(idx)[static_cast<std::size_t>(d)] != 0;
+        every = every && moves;
+      }
+      if (!every) continue;
       lists[key] = {ndims, std::move(order)};
       decided.insert(key);
     }
