@@ -7,6 +7,7 @@
 #include "skeletons/builder/predicate.hpp"
 #include "skeletons/builder/regress.hpp"
 #include "skeletons/builder/topology.hpp"
+#include "skeletons/builder/neighbours.hpp"
 #include "skeletons/error.hpp"
 #include "skeletons/expr.hpp"
 #include "skeletons/matching.hpp"
@@ -407,8 +408,11 @@ void place_skipped_gaps(std::vector<UNode>& level, const std::vector<std::vector
 // node) get one copy per class; every other node stays shared. The result is acyclic: a cycle would lie
 // within one component, whose copies each take edges from one class only. `shared` is set when a class
 // holds several shapes.
+// `optional`: call sites of neighbour lists (neighbours.hpp), which are never anchors: which of them a rank
+// runs depends on where it lies on the grid, so the k-th waitall after the last of them is not one call.
 std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_shape, bool& shared,
-                               const std::vector<std::vector<std::size_t>>& run_of, bool loop_body) {
+                               const std::vector<std::vector<std::size_t>>& run_of, bool loop_body,
+                               const std::map<std::uint64_t, NeighbourTag>* optional = nullptr) {
   // each input's units and their identities
   struct Walk {
     std::vector<Unit> units;
@@ -445,7 +449,12 @@ std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_sh
       auto [it, fresh] = base_index.try_emplace(id, base_ids.size());
       if (fresh) base_ids.push_back(id);
       w.base.push_back(it->second);
-      if (std::get<0>(id) == 1 || (std::get<0>(id) == 0 && !repeated.count(std::get<1>(id)))) {
+      bool listed = false;
+      if (optional && u.type == UNode::Type::CALL) {
+        const Call& c = std::get<Call>(rep[u.node].op);
+        listed = optional->count(c.kind == Kind::WAIT ? c.waits_on : c.site) > 0;
+      }
+      if (std::get<0>(id) == 1 || (std::get<0>(id) == 0 && !repeated.count(std::get<1>(id)) && !listed)) {
         anchor = it->second;
         since_anchor.clear();
       }
@@ -564,7 +573,7 @@ std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_sh
         for (const Seq* sq : inputs[in].seqs) b.seqs.push_back(&std::get<Loop>((*sq)[unit.node].op).body);
         bodies.push_back(std::move(b));
       }
-      info.node.body = build_level(bodies, per_shape, shared, run_of, true);
+      info.node.body = build_level(bodies, per_shape, shared, run_of, true, optional);
     }
     level.push_back(std::move(info.node));
   }
@@ -592,6 +601,7 @@ class Builder {
 
   BuildResult result;
   bool sizes_are_statistics = false;  ///< the runs were folded with message sizes as statistics (vary.hpp)
+  NeighbourLists neighbours;          ///< calls of neighbour lists, tagged by offset (neighbours.hpp)
 
   nlohmann::json build() {
     // every rank of every run is a member; ranks with the same shape share one alignment
@@ -697,6 +707,7 @@ class Builder {
     }
     if (!result.ambiguities.empty()) prov["ambiguities"] = result.ambiguities;
     if (!result.warnings.empty()) prov["warnings"] = result.warnings;
+    if (!neighbours.notes.empty()) prov["neighbour_lists"] = neighbours.notes;
     sk["provenance"] = prov;
     return sk;
   }
@@ -862,7 +873,8 @@ class Builder {
     for (const RunInfo& r : runs_) run_index.emplace(&r, run_index.size());
     for (std::size_t sh = 0; sh < shapes_.size(); ++sh)
       for (std::size_t m : shapes_[sh]) run_of[sh].push_back(run_index.at(members_[m].run));
-    std::vector<UNode> program = build_level(inputs, per_shape, shared, run_of, false);
+    std::vector<UNode> program = build_level(inputs, per_shape, shared, run_of, false, &neighbours.by_site);
+    order_neighbour_lists(program);
     program = nest_regions(std::move(program), true);
     if (std::getenv("MKSKEL_DEBUG")) dump(program, 0);
     branches_.clear();
@@ -1268,6 +1280,74 @@ class Builder {
     return in;
   }
 
+  // ---------------------------------------------------------------------------------------------------
+  // Neighbour lists (neighbours.hpp): the calls of a list carry their offset in their call site (waits, in
+  // the site of the request they complete); each offset's calls are guarded by "the neighbour exists" and
+  // talk to it, and the offsets of one list keep the list's order.
+  std::vector<const NeighbourTag*> neighbour_hints_;  // the tags of the nodes of the `if` being written
+
+  const NeighbourTag* neighbour_tag(const UNode& u) const {
+    if (u.type != UNode::Type::CALL || u.occ.empty() || u.occ.front().nodes.empty() || neighbours.by_site.empty()) return nullptr;
+    const Call& c = std::get<Call>(u.occ.front().nodes.front()->op);
+    auto it = neighbours.by_site.find(c.kind == Kind::WAIT ? c.waits_on : c.site);
+    return it == neighbours.by_site.end() ? nullptr : &it->second;
+  }
+
+  // stable order of each run of consecutive nodes of one list by the list's order of offsets: the traced
+  // ranks alone may never run two offsets together (a side of 2 has no rank with both neighbours)
+  void order_neighbour_lists(std::vector<UNode>& level) const {
+    for (UNode& u : level) order_neighbour_lists(u.body);
+    std::size_t i = 0;
+    while (i < level.size()) {
+      const NeighbourTag* t = neighbour_tag(level[i]);
+      if (!t) {
+        ++i;
+        continue;
+      }
+      const Kind kind = std::get<Call>(level[i].occ.front().nodes.front()->op).kind;
+      std::size_t j = i + 1;
+      while (j < level.size()) {
+        const NeighbourTag* o = neighbour_tag(level[j]);
+        if (!o || o->base_site != t->base_site || std::get<Call>(level[j].occ.front().nodes.front()->op).kind != kind) break;
+        ++j;
+      }
+      std::stable_sort(level.begin() + static_cast<long>(i), level.begin() + static_cast<long>(j),
+                       [&](const UNode& a, const UNode& b) { return neighbour_tag(a)->order < neighbour_tag(b)->order; });
+      i = j;
+    }
+  }
+
+  // "the neighbour at the offset exists" when it holds exactly for `in` in every run, for one of the hints
+  std::string neighbour_condition_of(const std::vector<bool>& in) const {
+    if (neighbour_hints_.empty()) return "";
+    const std::vector<RunLabels> labels = labels_of(in);
+    for (const NeighbourTag* t : neighbour_hints_) {
+      bool all = true;
+      for (std::size_t r = 0; r < runs_.size() && all; ++r)
+        for (int rank = 0; rank < runs_[r].P && all; ++rank)
+          all = (neighbour_rank(*t, runs_[r].P, rank) >= 0) == static_cast<bool>(labels[r].member[static_cast<std::size_t>(rank)]);
+      if (all) return neighbour_condition(*t);
+    }
+    return "";
+  }
+
+  // the neighbour as peer when it is every occurrence's peer
+  std::string neighbour_peer_of(const UNode& u) const {
+    const NeighbourTag* t = neighbour_tag(u);
+    if (!t) return "";
+    for (const Occ& o : u.occ)
+      for (std::size_t k = 0; k < o.nodes.size(); ++k) {
+        const Member& m = members_[shapes_[o.shape][k]];
+        const Call& c = std::get<Call>(o.nodes[k]->op);
+        if (neighbour_rank(*t, m.run->P, m.rank) != c.peer) return "";
+        // on a communicator (a Cartesian grid made without reordering), its ranks must be world's
+        if (c.comm != 0 && (topo_->to_comm_rank(trun(m), m.rank, c.comm, m.rank) != m.rank ||
+                            topo_->to_comm_rank(trun(m), m.rank, c.comm, c.peer) != c.peer))
+          return "";
+      }
+    return neighbour_peer(*t);
+  }
+
   // Which ranks of each run are in the member set `in`, for the predicate search.
   std::vector<RunLabels> labels_of(const std::vector<bool>& in) const {
     std::vector<RunLabels> labels;
@@ -1286,6 +1366,7 @@ class Builder {
 
   // The condition that is true exactly on `in` in every run.
   std::string condition(const std::vector<bool>& in, const std::string& where) {
+    if (const std::string nb = neighbour_condition_of(in); !nb.empty()) return nb;
     if (auto it = predicates_.find(in); it != predicates_.end()) return it->second;
     const std::vector<RunLabels> labels = labels_of(in);
     GroupPredicate g = find_group_predicate(labels, predicate_options_);
@@ -1876,7 +1957,11 @@ class Builder {
         nlohmann::json then = nlohmann::json::array();
         for (std::size_t k = i; k < j; ++k) emit_node(list[k], here, at + "/then", then);
         if (!then.empty()) {
+          neighbour_hints_.clear();
+          for (std::size_t k = i; k < j; ++k)
+            if (const NeighbourTag* t = neighbour_tag(list[k])) neighbour_hints_.push_back(t);
           const std::string cond = condition(here, at);
+          neighbour_hints_.clear();
           if (!cond.empty()) {
             body.push_back({{"op", "if"}, {"cond", cond}, {"then", then}});
           } else {  // the share of the enclosing block's ranks, pooled over runs (data_dependent_sets)
@@ -2105,7 +2190,12 @@ class Builder {
     }
     if (const char* op = p2p_op_name(c.kind)) {
       nlohmann::json b = {{"op", op}};
-      b["peer"] = c.peer == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer"));
+      if (std::string nb = neighbour_peer_of(u); !nb.empty()) {
+        b["peer"] = nb;
+        fits["peer"] = {{"form", "neighbour list"}, {"exact", true}};
+      } else {
+        b["peer"] = c.peer == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer"));
+      }
       b["size"] = fit_call_int(u, bytes_of, at, fits, "size");
       if (c.kind == Kind::RECV || c.kind == Kind::IRECV) b["_recv_site"] = c.site;
       else send_sizes_[c.site].insert(b["size"].dump()), b["_send_site"] = c.site;
@@ -2262,10 +2352,37 @@ BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOpti
     infos.push_back(std::move(info));
   }
   bool sizes_vary = false;
-  {  // iterations that differ only in message sizes (vary.hpp)
+  NeighbourLists neighbour_lists;
+  {  // iterations that differ only in message sizes (vary.hpp), then neighbour lists (neighbours.hpp)
     std::vector<std::vector<RankProgram>> folded;
     for (RunInfo& info : infos) folded.push_back(std::move(info.ranks));
-    const SizesChoice sizes = choose_sizes(runs, folded, options.fold, options.vary_sizes);
+    std::vector<int> ps;
+    for (const RunInfo& info : infos) ps.push_back(info.P);
+    std::vector<std::vector<RankProgram>> exact = folded;
+    SizesChoice sizes = choose_sizes(runs, folded, options.fold, options.vary_sizes);
+    if (sizes.vary && options.vary_sizes < 0 && sizes.vary_shapes >= sizes.exact_shapes) {
+      // a stencil's sizes differ by neighbour (face, edge, corner) and level, not by data: with neighbour
+      // lists and no fewer rank shapes, sizes stay exact (hpcg from TI traces, where every level's halo is
+      // one call point, folds 17088 nodes exactly and 7040 with sizes as statistics, which are then means)
+      std::vector<std::vector<RankProgram>> probe = exact;
+      if (!tag_neighbour_lists(ps, probe).by_site.empty()) {
+        folded = std::move(exact);
+        sizes.vary = false;
+        sizes.note = "message sizes vary between iterations, but the program loops over neighbour lists and sizes as statistics "
+                     "give no fewer rank shapes (" + std::to_string(sizes.exact_shapes) + "): folded with exact sizes";
+      }
+    }
+    neighbour_lists = tag_neighbour_lists(ps, folded);
+    if (!neighbour_lists.by_site.empty() && options.stack_regions) {
+      // regions from call-site stacks open and close around the calls of a list (a function called between
+      // them), so that ranks with different lists fold and align the rest differently (hpcg): without them
+      BuildOptions again = options;
+      again.stack_regions = false;
+      BuildResult r = build_skeleton(given, again);
+      r.warnings.insert(r.warnings.begin(), "the program loops over neighbour lists: built without regions from call-site stacks "
+                                            "(they cut the lists' calls apart; mkskel build --no-stack-regions does the same)");
+      return r;
+    }
     for (std::size_t i = 0; i < infos.size(); ++i) infos[i].ranks = std::move(folded[i]);
     if (!sizes.note.empty()) region_warnings.push_back(sizes.note);
     sizes_vary = sizes.vary;
@@ -2282,6 +2399,7 @@ BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOpti
   for (const RunInfo& info : infos) configurations.emplace_back(info.name, info.P, info.vars);
   Builder b(std::move(infos), std::vector<std::string>(names.begin(), names.end()), options);
   b.sizes_are_statistics = sizes_vary;
+  b.neighbours = std::move(neighbour_lists);
   b.result.warnings.insert(b.result.warnings.end(), region_warnings.begin(), region_warnings.end());
   nlohmann::json sk = b.build();
   b.result.skeleton = std::move(sk);

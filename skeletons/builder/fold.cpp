@@ -724,3 +724,14 @@ const char* collective_op_name(trace::Kind k) {
 }
 
 }  // namespace mksim::skeletons::builder
+
+namespace mksim::skeletons::builder {
+
+void rehash_all(Seq& seq) {
+  for (Node& n : seq) {
+    if (auto* l = std::get_if<Loop>(&n.op)) rehash_all(l->body);
+    rehash(n);
+  }
+}
+
+}  // namespace mksim::skeletons::builder

@@ -146,6 +146,10 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options 
  *  which the builder groups ranks. */
 std::uint64_t shape_hash(const Seq& seq);
 
+/** @brief Recomputes the identity hashes of a sequence's nodes (nested loops first) after identity fields
+ *  changed (neighbours.hpp tags call sites). */
+void rehash_all(Seq& seq);
+
 /** @brief Number of nodes in a sequence, counting loop bodies once (the folded size). */
 std::size_t folded_size(const Seq& seq);
 /** @brief Number of calls a sequence stands for, loops expanded. */

@@ -1,0 +1,90 @@
+// Neighbour lists (skeletons/builder/neighbours.hpp; issue 23): tests/nblist_app.c keeps, as HPCG and LULESH
+// do, the list of its grid neighbours that exist on MPI_Dims_create(P, 3)'s non-periodic grid and loops over it.
+// Traced with OpenMPI at P = 4, 8, 16 (grids 2x2x1, 2x2x2, 4x2x2: no rank there has all 26 neighbours) and
+// checked rank by rank at P = 27 (3x3x3, never traced; rank 13 has all 26) and 32 (4x4x2). Each program is
+// traced once per test binary.
+#include "skeletons/builder/builder.hpp"
+#include "skeletons/builder/holdout.hpp"
+#include "skeletons/builder/neighbours.hpp"
+#include "skeletons/skeleton_io.hpp"
+#include "skeletons/trace/reader.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace b = mksim::skeletons::builder;
+
+mksim::trace::Run trace(const std::string& mode, int P, int steps) {
+  const std::string tag = mode + "_" + std::to_string(P) + "_" + std::to_string(steps);
+  const fs::path dir = fs::path(::testing::TempDir()) / ("mksim_nblist_" + std::to_string(::getpid()) + "_" + tag);
+  fs::remove_all(dir);
+  const std::string cmd = std::string("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 ") +
+                          MKTRACE + " -np " + std::to_string(P) + " --param steps=" + std::to_string(steps) + " -o " +
+                          dir.string() + " -- " + NBLIST_APP + " " + mode + " " + std::to_string(steps) + " 4 >" + dir.string() +
+                          ".log 2>&1";
+  const int rc = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << cmd;
+  return mksim::trace::read_run(dir.string(), {.require_complete = true});
+}
+
+struct Traced {
+  std::vector<mksim::trace::Run> training, held;
+};
+
+const Traced& traced(const std::string& mode) {
+  static std::map<std::string, Traced> cache;
+  auto it = cache.find(mode);
+  if (it != cache.end()) return it->second;
+  Traced t;
+  t.training = {trace(mode, 4, 2), trace(mode, 4, 3), trace(mode, 8, 2), trace(mode, 16, 2)};
+  t.held = {trace(mode, 27, 2), trace(mode, 32, 2)};
+  return cache.emplace(mode, std::move(t)).first->second;
+}
+
+void expect_exact_at_untraced_P(const std::string& mode) {
+  const Traced& t = traced(mode);
+  const auto r = b::build_skeleton(t.training);
+  const std::string text = r.skeleton.dump(2);
+  ASSERT_TRUE(r.skeleton["provenance"].contains("neighbour_lists")) << text;
+  EXPECT_EQ(text.find("no_exact_expression"), std::string::npos) << "nothing written per traced run";
+  const auto sk = mksim::skeletons::parse_skeleton(text, mode + ".json");
+  for (const auto& held : t.held) {
+    const auto rep = b::compare_with_trace(sk, held, {{"steps", 2}});
+    EXPECT_EQ(rep.exact_ranks(), static_cast<std::size_t>(held.P)) << mode << " at P = " << held.P;
+    for (const auto& rc : rep.ranks)
+      if (!rc.exact()) {
+        ADD_FAILURE() << "P=" << held.P << " rank " << rc.rank << ": " << rc.error
+                      << (rc.skeleton_op ? " skeleton " + b::describe(*rc.skeleton_op) : "")
+                      << (rc.trace_op ? " trace " + b::describe(*rc.trace_op) : "");
+        break;
+      }
+  }
+}
+
+// HPCG's list: MPI_Cart_create, the existing neighbours in rank order, irecv / send / wait of each.
+TEST(NeighbourList, SortedByRankOnCartExactAtUntracedP) { expect_exact_at_untraced_P("sorted"); }
+
+// LULESH's list: no topology call, faces, then edges, then corners; irecv / isend / waitall / wait of each.
+TEST(NeighbourList, FacesEdgesCornersWithoutTopologyExactAtUntracedP) { expect_exact_at_untraced_P("faces"); }
+
+// The guard and the peer of one offset, evaluated as the builder writes them.
+TEST(NeighbourList, ConditionAndPeerTexts) {
+  b::NeighbourTag t;
+  t.off = {1, 0, -1};
+  EXPECT_EQ(b::neighbour_condition(t), "cart_coord(rank, 0, dims(P, 3, 0), dims(P, 3, 1), dims(P, 3, 2)) < dims(P, 3, 0) - 1 && "
+                                       "cart_coord(rank, 2, dims(P, 3, 0), dims(P, 3, 1), dims(P, 3, 2)) > 0");
+  // 27 = 3 x 3 x 3: rank 13 = (1, 1, 1) -> (2, 1, 0) = 21; rank 18 = (2, 0, 0) has no such neighbour
+  EXPECT_EQ(b::neighbour_rank(t, 27, 13), 21);
+  EXPECT_EQ(b::neighbour_rank(t, 27, 18), -1);
+}
+
+}  // namespace
