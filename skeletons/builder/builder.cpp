@@ -1345,9 +1345,9 @@ class Builder {
     return "max(0, " + rounded + ")";
   }
 
-  // The P at which a count is checked: a count must not be negative at any P = 2^k from the smallest traced P
-  // up to 1024 (the corpus' predictions reach 1,024 ranks) with the parameters of every traced run (a count
-  // that is not an integer there may just be a configuration the program refuses: not checked).
+  // The P at which a count is checked: a count must be a non-negative integer at every P = 2^k from the
+  // smallest traced P up to 1024 (the corpus' predictions reach 1,024 ranks) with the parameters of every
+  // traced run (mksim refuses any other count there).
   static constexpr int COUNT_CHECK_MAX_LOG2_P = 10;
   // The first P (with a traced run's parameters) where `text` is not a non-negative integer, "" when none.
   std::string count_outside_domain(const std::string& text, const std::vector<Sample>& samples) const {
@@ -1373,7 +1373,7 @@ class Builder {
           Vars w = v;
           w["rank"] = r;
           const double c = f->eval(w);
-          if (!std::isfinite(c) || c < -1e-9) return describe_vars(w) + " (" + fmt_number(c) + ")";
+          if (!std::isfinite(c) || c < -1e-9 || std::fabs(c - std::round(c)) > 1e-9) return describe_vars(w) + " (" + fmt_number(c) + ")";
         }
       }
     }
@@ -1382,7 +1382,7 @@ class Builder {
 
   // A count that is the logarithm of a size (multigrid levels: log2 of the smallest local side
   // N / dims(P, 3, 0)): log2(X) + c, X a decomposition form (decomposition_fit) of 2^(count - c), c in -3..3;
-  // "" when none fits every sample and stays non-negative at every checked P.
+  // "" when none fits every sample and stays a non-negative integer at every checked P.
   std::string log_count_fit(const std::vector<Sample>& samples) const {
     for (const int c : {0, -1, 1, -2, 2, -3, 3}) {
       std::vector<Sample> pow2 = samples;
@@ -1392,10 +1392,11 @@ class Builder {
         ok = ok && x.value >= 1;
       }
       if (!ok) continue;
-      const std::string d = decomposition_fit(pow2, params_);
-      if (d.empty()) continue;
-      const std::string text = "log2(" + d + ")" + (c > 0 ? " + " + std::to_string(c) : c < 0 ? " - " + std::to_string(-c) : "");
-      if (count_outside_domain(text, samples).empty()) return text;
+      auto text_of = [c](const std::string& d) {
+        return "log2(" + d + ")" + (c > 0 ? " + " + std::to_string(c) : c < 0 ? " - " + std::to_string(-c) : "");
+      };
+      const std::string d = decomposition_fit(pow2, params_, [&](const std::string& x) { return count_outside_domain(text_of(x), samples).empty(); });
+      if (!d.empty()) return text_of(d);
     }
     return "";
   }
