@@ -1346,11 +1346,13 @@ class Builder {
   }
 
   // The P at which a count is checked: a count must be a non-negative integer at every P = 2^k from the
-  // smallest traced P up to 1024 (the corpus' predictions reach 1,024 ranks) with the parameters of every
-  // traced run (mksim refuses any other count there).
+  // smallest traced P up to 1024 (the corpus' predictions reach 1,024 ranks), each parameter at its largest
+  // traced value (mksim refuses any other count there).
   static constexpr int COUNT_CHECK_MAX_LOG2_P = 10;
   // The first P (with a traced run's parameters) where `text` is not a non-negative integer, "" when none.
-  std::string count_outside_domain(const std::string& text, const std::vector<Sample>& samples) const {
+  // With every_run, each traced run's parameters instead (stricter: prefers, among log2 forms, the one that holds
+  // for the small sizes too).
+  std::string count_outside_domain(const std::string& text, const std::vector<Sample>& samples, bool every_run = false) const {
     std::vector<std::string> names{"P", "rank"};
     for (const std::string& p : params_) names.push_back(p);
     std::optional<Feature> f;
@@ -1359,24 +1361,34 @@ class Builder {
     } catch (const std::exception&) {
       return "(unreadable)";
     }
+    // each parameter at its largest traced value: the smallest traced sizes need not be a valid run at
+    // 1,024 ranks (NPB MG's N = 32 leaves 2 points per rank there), the largest are the likeliest to be
     double min_p = 0;
-    for (const Sample& x : samples) min_p = min_p == 0 ? x.vars.at("P") : std::min(min_p, x.vars.at("P"));
-    std::set<Vars> seen;
+    Vars v;
     for (const Sample& x : samples) {
-      Vars v = x.vars;
-      v.erase("rank");
-      if (!seen.insert(v).second) continue;
+      min_p = min_p == 0 ? x.vars.at("P") : std::min(min_p, x.vars.at("P"));
+      for (const std::string& p : params_)
+        if (auto it = x.vars.find(p); it != x.vars.end()) v[p] = v.count(p) ? std::max(v[p], it->second) : it->second;
+    }
+    std::set<Vars> sets{v};
+    if (every_run)
+      for (const Sample& x : samples) {
+        Vars u;
+        for (const std::string& p : params_)
+          if (auto it = x.vars.find(p); it != x.vars.end()) u[p] = it->second;
+        sets.insert(u);
+      }
+    for (Vars u : sets)
       for (int k = 0; k <= COUNT_CHECK_MAX_LOG2_P; ++k) {
-        v["P"] = std::ldexp(1.0, k);
-        if (v["P"] < min_p) continue;
-        for (const double r : {0.0, v["P"] - 1}) {
-          Vars w = v;
+        u["P"] = std::ldexp(1.0, k);
+        if (u["P"] < min_p) continue;
+        for (const double r : {0.0, u["P"] - 1}) {
+          Vars w = u;
           w["rank"] = r;
           const double c = f->eval(w);
           if (!std::isfinite(c) || c < -1e-9 || std::fabs(c - std::round(c)) > 1e-9) return describe_vars(w) + " (" + fmt_number(c) + ")";
         }
       }
-    }
     return "";
   }
 
@@ -1384,6 +1396,7 @@ class Builder {
   // N / dims(P, 3, 0)): log2(X) + c, X a decomposition form (decomposition_fit) of 2^(count - c), c in -3..3;
   // "" when none fits every sample and stays a non-negative integer at every checked P.
   std::string log_count_fit(const std::vector<Sample>& samples) const {
+    for (const bool every_run : {true, false})
     for (const int c : {0, -1, 1, -2, 2, -3, 3}) {
       std::vector<Sample> pow2 = samples;
       bool ok = true;
@@ -1395,7 +1408,7 @@ class Builder {
       auto text_of = [c](const std::string& d) {
         return "log2(" + d + ")" + (c > 0 ? " + " + std::to_string(c) : c < 0 ? " - " + std::to_string(-c) : "");
       };
-      const std::string d = decomposition_fit(pow2, params_, [&](const std::string& x) { return count_outside_domain(text_of(x), samples).empty(); });
+      const std::string d = decomposition_fit(pow2, params_, [&](const std::string& x) { return count_outside_domain(text_of(x), samples, every_run).empty(); });
       if (!d.empty()) return text_of(d);
     }
     return "";
