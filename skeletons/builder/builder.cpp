@@ -1352,7 +1352,8 @@ class Builder {
   // The first P (with a traced run's parameters) where `text` is not a non-negative integer, "" when none.
   // With every_run, each traced run's parameters instead (stricter: prefers, among log2 forms, the one that holds
   // for the small sizes too).
-  std::string count_outside_domain(const std::string& text, const std::vector<Sample>& samples, bool every_run = false) const {
+  std::string count_outside_domain(const std::string& text, const std::vector<Sample>& samples, bool every_run = false,
+                                   bool integral = true) const {
     std::vector<std::string> names{"P", "rank"};
     for (const std::string& p : params_) names.push_back(p);
     std::optional<Feature> f;
@@ -1386,7 +1387,8 @@ class Builder {
           Vars w = u;
           w["rank"] = r;
           const double c = f->eval(w);
-          if (!std::isfinite(c) || c < -1e-9 || std::fabs(c - std::round(c)) > 1e-9) return describe_vars(w) + " (" + fmt_number(c) + ")";
+          if (!std::isfinite(c) || c < -1e-9 || (integral && std::fabs(c - std::round(c)) > 1e-9))
+            return describe_vars(w) + " (" + fmt_number(c) + ")";
         }
       }
     return "";
@@ -1461,6 +1463,20 @@ class Builder {
       }
       return per_run_int(samples, where, fits, field, allow_rank);
     }
+    // a mean size (sizes as statistics) that an exact polynomial of the traced runs' means takes below 0 at a
+    // larger P (MG's face sizes, "208*N + 288 - 2176*2^floor(log2(P)/2)"): regressed and guarded, as when no
+    // exact form fits
+    if (sizes_are_statistics && std::string(field) == "size")
+      if (const std::string bad = count_outside_domain(f.expr, samples, false, false); !bad.empty()) {
+        fo.integer = false;
+        const Fit g = fit_quantity(samples, params_, fo);
+        const std::string guarded = integer_guard(g.expr, field);
+        result.warnings.push_back(where + "/" + field + ": \"" + f.expr + "\" fits every run's mean size but is negative at " + bad +
+                                  " (sizes as statistics); using \"" + guarded + "\" (largest relative error " + fmt_number(g.max_rel_error) + ")");
+        fits[field] = {{"expr", g.expr}, {"max_rel_error", g.max_rel_error}, {"cv_rel_error", g.cv_rel_error}, {"guard", guarded},
+                       {"rejected", f.expr}};
+        return guarded;
+      }
     if (std::string(field) == "count")
       if (const std::string bad = count_outside_domain(f.expr, samples); !bad.empty()) {
         // an exact fit of the traced runs that is no count elsewhere (multigrid levels fitted as a polynomial)
