@@ -3,6 +3,8 @@
 // that varies within ranks gets a `dist` (regular compute does not, and such skeletons stay version 1).
 // Inputs are traces written here event by event, and one real annotated program traced with OpenMPI.
 #include "skeletons/builder/builder.hpp"
+#include "skeletons/builder/holdout.hpp"
+#include "skeletons/expr.hpp"
 #include "skeletons/builder/pool.hpp"
 #include "skeletons/expand.hpp"
 #include "skeletons/skeleton_io.hpp"
@@ -548,3 +550,36 @@ TEST_F(BuilderTraced, AnnotatedProgramGetsItsRegions) {
     EXPECT_EQ(isends, sendrecvs) << "rank " << r << "\n" << text;
   }
 }
+
+namespace {
+
+// A count that is the logarithm of a size (NPB MG's levels: log2 of the smallest local side N / dims(P, 3, 0),
+// minus one) fits a polynomial of the traced runs too ("N/32 + 3 - 2^floor(log2(P)/2)/2" at P = 4, 8, 16 and
+// N = 32, 64), which is negative at P = 256: a count must not be negative at any P up to 1024, so the log2
+// form is chosen, and it holds at P = 32 and 1024, never traced.
+TEST(BuilderCounts, LogarithmicLevelCountIsChosenOverAPolynomialThatGoesNegative) {
+  auto levels = [](int P, int N) {
+    const int side = mksim::skeletons::dims_create(P, 3).front();
+    return static_cast<int>(std::lround(std::log2(N / side))) - 1;
+  };
+  std::vector<mksim::trace::Run> runs;
+  for (int P : {4, 8, 16})
+    for (int N : {32, 64})
+      runs.push_back(make_run(P, {{"N", N}}, [&](int, RankWriter& w) {
+        w.call(Kind::INIT, 1);
+        for (int l = 0; l < levels(P, N); ++l) w.call(Kind::ALLREDUCE, 2, mksim::trace::NO_RANK, mksim::trace::NO_RANK, 8);
+        w.call(Kind::BARRIER, 3);
+        w.call(Kind::FINALIZE, 4);
+      }));
+  const BuildResult r = build_skeleton(runs);
+  const std::string text = r.skeleton.dump(2);
+  ASSERT_NE(text.find("log2("), std::string::npos) << text;
+  EXPECT_NE(text.find("dims(P, 3, 0)"), std::string::npos) << text;
+  const auto sk = mksim::skeletons::parse_skeleton(text, "levels.json");
+  for (const auto& [P, N] : std::vector<std::pair<int, int>>{{32, 64}, {1024, 32}, {1024, 64}, {512, 128}}) {
+    const auto ops = mksim::skeletons::builder::expanded_ops(sk, P, {{"N", N}}, 0);
+    const auto n = std::count_if(ops.begin(), ops.end(), [](const auto& op) { return op.kind == "allreduce"; });
+    EXPECT_EQ(n, levels(P, N)) << "P=" << P << " N=" << N << "\n" << text;
+  }
+}
+}  // namespace

@@ -243,4 +243,57 @@ TEST(FoldTest, IterationsThatDifferInSizesFoldWithSizesAsStatistics) {
   EXPECT_EQ(mksim::skeletons::builder::expanded_calls(vary.seq), mksim::skeletons::builder::expanded_calls(exact.seq));
 }
 
+// SUMMA's panel loop: the broadcast root moves to the next rank every `len` panels, so exact folding makes one
+// loop per owner; index_loops makes them one loop over every panel, each root kept per iteration, a step
+// function of the index (step_form). Loops whose numbers follow no step function stay apart.
+TEST(FoldTest, ConsecutiveLoopsWhoseRootStepsWithTheIterationBecomeOneIndexedLoop) {
+  auto make = [](int panels, int len, bool irregular) {
+    Writer w;
+    w.call(Kind::INIT, 1, -1, -1, 0, 0);
+    for (int rep = 0; rep < 2; ++rep)
+      for (int k = 0; k < panels; ++k) {
+        const int owner = irregular ? (k / len) * (k / len) : k / len;  // 0, 1, 4, 9: not a step function
+        w.call(Kind::BCAST, 2, -1, -1, 64).root = owner;
+        w.call(Kind::BCAST, 3, -1, -1, 32).root = 2 * (k / (2 * len)) + 1;  // steps of 2 every 2 len
+      }
+    w.call(Kind::FINALIZE, 4);
+    return fold_rank(w.t);
+  };
+  const auto p = make(16, 4, false);
+  const std::string text = mksim::skeletons::builder::to_text(p.seq);
+  const Loop& reps = loop_at(p.seq, 1);
+  EXPECT_EQ(reps.count, 2u) << text;
+  ASSERT_EQ(reps.body.size(), 1u) << text;
+  const Loop& panels = loop_at(reps.body, 0);
+  EXPECT_TRUE(panels.indexed);
+  EXPECT_EQ(panels.count, 16u);
+  const Call& row = call_at(panels.body, 1);
+  ASSERT_TRUE(row.iter) << text;
+  ASSERT_EQ(row.iter->root.size(), 16u);
+  EXPECT_TRUE(row.iter->peer.empty() && row.iter->bytes.empty());
+  const auto s = mksim::skeletons::builder::step_form(row.iter->root);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->base, 0);
+  EXPECT_EQ(s->step, 1);
+  EXPECT_EQ(s->len, 4);
+  EXPECT_EQ(s->offset, 0);
+  const auto c = mksim::skeletons::builder::step_form(call_at(panels.body, 3).iter->root);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->base, 1);
+  EXPECT_EQ(c->step, 2);
+  EXPECT_EQ(c->len, 8);
+  // the same program at another size has the same shape (the builder groups ranks by it)
+  EXPECT_EQ(mksim::skeletons::builder::shape_hash(p.seq), mksim::skeletons::builder::shape_hash(make(32, 4, false).seq));
+  // owners 0, 1, 4, 9: no step function, the loops stay as folded
+  const auto q = make(16, 4, true);
+  EXPECT_GT(loop_at(q.seq, 1).body.size(), 1u) << mksim::skeletons::builder::to_text(q.seq);
+  // a first run shorter than the others is an offset; runs of unequal length inside are no step function
+  const auto o = mksim::skeletons::builder::step_form({3, 3, 4, 4, 4, 5, 5, 5, 6});
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->offset, 1);
+  EXPECT_EQ(o->len, 3);
+  EXPECT_FALSE(mksim::skeletons::builder::step_form({0, 0, 1, 1, 1, 2, 2, 2, 2, 3}).has_value());
+  EXPECT_FALSE(mksim::skeletons::builder::step_form({5, 5, 5}).has_value());
+}
+
 }  // namespace

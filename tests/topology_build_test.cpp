@@ -2,8 +2,8 @@
 // real OpenMPI traces that each test makes once: tests/topo_app.c "grid" (periodic 2-D Cartesian grid from
 // MPI_Dims_create, its rows and columns from MPI_Cart_sub, a split with reversed keys, a dup) and "cube" (3-D,
 // not periodic: MPI_PROC_NULL at the faces, an edge neighbour), built from P = 4, 8, 16 and checked rank by
-// rank against a run at P = 32 that the builder never saw; and the integer guard on the corpus' SUMMA, whose
-// panel roots no expression of rank and P gives.
+// rank against a run at P = 32 that the builder never saw; and the corpus' SUMMA, whose panel roots are step
+// functions of the panel loop's index (exact at P = 32), and without that, the integer guard.
 #include "skeletons/builder/builder.hpp"
 #include "skeletons/builder/holdout.hpp"
 #include "skeletons/builder/topology.hpp"
@@ -131,29 +131,47 @@ TEST(TopologyBuild, NonPeriodicCubeWithProcNullExactAtUntracedP) {
   expect_exact(mksim::skeletons::parse_skeleton(text, "cube.json"), held, {{"steps", 2}, {"bytes", 64}}, text);
 }
 
-// Integers stay integers: SUMMA's bcast roots (the owner of each panel, which the builder's loops do not
-// express) get no fitted polynomial. Each traced run's values are written, so the skeleton replays the traced
-// runs exactly and refuses another P naming `no_exact_expression`; a warning and an ambiguity name the root,
-// the call and the runs that would decide. Sizes on the row and column communicators are exact decomposition
-// forms.
-TEST(TopologyBuild, IntegersWithoutExactExpressionAreWrittenPerRunAndRefusedElsewhere) {
+// SUMMA's broadcast roots are the owner of panel k, (k nb) / (N / pc) on the row and (k nb) / (N / pr) on the
+// column: they change with the loop's iteration. Exact folding makes one loop per owner (as many as the grid
+// has columns, so the traced runs disagree); index_loops makes them one loop over the N / nb panels whose roots
+// are step functions of its index, and the skeleton is exact rank by rank at P = 32 (8 x 4), never traced.
+// Without index_loops, the integer guard: the roots, which no expression of rank and P gives, are written per
+// traced run (no fitted polynomial), so the skeleton replays the traced runs exactly and refuses P = 32 naming
+// `no_exact_expression`; a warning and an ambiguity name the root, the call and the runs that would decide.
+TEST(TopologyBuild, SummaRootsAreStepFunctionsOfThePanelIndexExactAtUntracedP) {
   auto summa = [](int P, int reps) {
     return trace(SUMMA, "128 8 " + std::to_string(reps), P, reps, 128,
                  " --param N=128 --param nb=8 --param reps=" + std::to_string(reps));
   };
   std::vector<mksim::trace::Run> runs{summa(4, 2), summa(4, 3), summa(8, 2), summa(16, 2)};
+  const auto held = summa(32, 2);
+  const std::map<std::string, double> params{{"N", 128}, {"nb", 8}, {"reps", 2}};
   const auto r = b::build_skeleton(runs);
   const std::string text = r.skeleton.dump(2);
-  EXPECT_EQ(text.find("rank^"), std::string::npos);
+  EXPECT_EQ(text.find("no_exact_expression"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"var\": \"k"), std::string::npos) << text;
+  // the row and column owners, floor(k1 / (panels per owner)): N = 128 in every run, so the panels per owner
+  // are expressions of P alone (16/2^floor(log2(P)/2) = N / (nb * dims(P, 2, 1)) here)
+  std::size_t owners = 0;
+  for (std::size_t at = text.find("\"root\": \"floor(k1 / ("); at != std::string::npos; at = text.find("\"root\": \"floor(k1 / (", at + 1))
+    ++owners;
+  EXPECT_EQ(owners, 2u) << text;
+  expect_exact(mksim::skeletons::parse_skeleton(text, "summa.json"), held, params, text);
+
+  b::BuildOptions off;
+  off.fold.index_loops = false;
+  const auto g = b::build_skeleton(runs, off);
+  const std::string gtext = g.skeleton.dump(2);
+  EXPECT_EQ(gtext.find("rank^"), std::string::npos);
   bool warned = false;
-  for (const auto& w : r.warnings) warned = warned || (w.find("/root: no exact expression of rank, P and the parameters") != std::string::npos &&
+  for (const auto& w : g.warnings) warned = warned || (w.find("/root: no exact expression of rank, P and the parameters") != std::string::npos &&
                                                         w.find("P = 32 and 64 would show") != std::string::npos);
-  EXPECT_TRUE(warned) << text;
-  EXPECT_FALSE(r.ambiguities.empty());
-  const auto sk = mksim::skeletons::parse_skeleton(text, "summa.json");
-  expect_exact(sk, runs[3], {{"N", 128}, {"nb", 8}, {"reps", 2}}, text);
+  EXPECT_TRUE(warned) << gtext;
+  EXPECT_FALSE(g.ambiguities.empty());
+  const auto sk = mksim::skeletons::parse_skeleton(gtext, "summa.json");
+  expect_exact(sk, runs[3], params, gtext);
   try {
-    b::expanded_ops(sk, 32, {{"N", 128}, {"nb", 8}, {"reps", 2}}, 1);
+    b::expanded_ops(sk, 32, params, 1);
     ADD_FAILURE() << "expanded at P = 32";
   } catch (const mksim::skeletons::SkeletonError& e) {
     EXPECT_NE(std::string(e.what()).find("no_exact_expression"), std::string::npos) << e.what();

@@ -1426,6 +1426,77 @@ class Builder {
     return "max(0, " + rounded + ")";
   }
 
+  // The P at which a count is checked: a count must be a non-negative integer at every P = 2^k from the
+  // smallest traced P up to 1024 (the corpus' predictions reach 1,024 ranks), each parameter at its largest
+  // traced value (mksim refuses any other count there).
+  static constexpr int COUNT_CHECK_MAX_LOG2_P = 10;
+  // The first P (with a traced run's parameters) where `text` is not a non-negative integer, "" when none.
+  // With every_run, each traced run's parameters instead (stricter: prefers, among log2 forms, the one that holds
+  // for the small sizes too).
+  std::string count_outside_domain(const std::string& text, const std::vector<Sample>& samples, bool every_run = false,
+                                   bool integral = true) const {
+    std::vector<std::string> names{"P", "rank"};
+    for (const std::string& p : params_) names.push_back(p);
+    std::optional<Feature> f;
+    try {
+      f.emplace(text, names, false);
+    } catch (const std::exception&) {
+      return "(unreadable)";
+    }
+    // each parameter at its largest traced value: the smallest traced sizes need not be a valid run at
+    // 1,024 ranks (NPB MG's N = 32 leaves 2 points per rank there), the largest are the likeliest to be
+    double min_p = 0;
+    Vars v;
+    for (const Sample& x : samples) {
+      min_p = min_p == 0 ? x.vars.at("P") : std::min(min_p, x.vars.at("P"));
+      for (const std::string& p : params_)
+        if (auto it = x.vars.find(p); it != x.vars.end()) v[p] = v.count(p) ? std::max(v[p], it->second) : it->second;
+    }
+    std::set<Vars> sets{v};
+    if (every_run)
+      for (const Sample& x : samples) {
+        Vars u;
+        for (const std::string& p : params_)
+          if (auto it = x.vars.find(p); it != x.vars.end()) u[p] = it->second;
+        sets.insert(u);
+      }
+    for (Vars u : sets)
+      for (int k = 0; k <= COUNT_CHECK_MAX_LOG2_P; ++k) {
+        u["P"] = std::ldexp(1.0, k);
+        if (u["P"] < min_p) continue;
+        for (const double r : {0.0, u["P"] - 1}) {
+          Vars w = u;
+          w["rank"] = r;
+          const double c = f->eval(w);
+          if (!std::isfinite(c) || c < -1e-9 || (integral && std::fabs(c - std::round(c)) > 1e-9))
+            return describe_vars(w) + " (" + fmt_number(c) + ")";
+        }
+      }
+    return "";
+  }
+
+  // A count that is the logarithm of a size (multigrid levels: log2 of the smallest local side
+  // N / dims(P, 3, 0)): log2(X) + c, X a decomposition form (decomposition_fit) of 2^(count - c), c in -3..3;
+  // "" when none fits every sample and stays a non-negative integer at every checked P.
+  std::string log_count_fit(const std::vector<Sample>& samples) const {
+    for (const bool every_run : {true, false})
+    for (const int c : {0, -1, 1, -2, 2, -3, 3}) {
+      std::vector<Sample> pow2 = samples;
+      bool ok = true;
+      for (Sample& x : pow2) {
+        x.value = std::ldexp(1.0, static_cast<int>(std::lround(x.value)) - c);
+        ok = ok && x.value >= 1;
+      }
+      if (!ok) continue;
+      auto text_of = [c](const std::string& d) {
+        return "log2(" + d + ")" + (c > 0 ? " + " + std::to_string(c) : c < 0 ? " - " + std::to_string(-c) : "");
+      };
+      const std::string d = decomposition_fit(pow2, params_, [&](const std::string& x) { return count_outside_domain(text_of(x), samples, every_run).empty(); });
+      if (!d.empty()) return text_of(d);
+    }
+    return "";
+  }
+
   std::string fit_int(const std::vector<Sample>& samples, const std::string& where, nlohmann::json& fits,
                       const char* field, bool allow_rank) {
     bool all_same = true;
@@ -1441,6 +1512,11 @@ class Builder {
         fits[field] = {{"expr", d}, {"form", "decomposition"}};
         return d;
       }
+      if (std::string(field) == "count")
+        if (const std::string l = log_count_fit(samples); !l.empty()) {
+          fits[field] = {{"expr", l}, {"form", "log"}};
+          return l;
+        }
       // Sizes folded as statistics (iterations that differ by data, vary.hpp) are means, not a program's exact
       // integers: they are regressed, and the domain guard holds the model at every P (never below 0). Every
       // other integer (peers, roots, tags, sizes the program computes) is written per traced run and refused
@@ -1468,6 +1544,30 @@ class Builder {
       }
       return per_run_int(samples, where, fits, field, allow_rank);
     }
+    // a mean size (sizes as statistics) that an exact polynomial of the traced runs' means takes below 0 at a
+    // larger P (MG's face sizes, "208*N + 288 - 2176*2^floor(log2(P)/2)"): regressed and guarded, as when no
+    // exact form fits
+    if (sizes_are_statistics && std::string(field) == "size")
+      if (const std::string bad = count_outside_domain(f.expr, samples, false, false); !bad.empty()) {
+        fo.integer = false;
+        const Fit g = fit_quantity(samples, params_, fo);
+        const std::string guarded = integer_guard(g.expr, field);
+        result.warnings.push_back(where + "/" + field + ": \"" + f.expr + "\" fits every run's mean size but is negative at " + bad +
+                                  " (sizes as statistics); using \"" + guarded + "\" (largest relative error " + fmt_number(g.max_rel_error) + ")");
+        fits[field] = {{"expr", g.expr}, {"max_rel_error", g.max_rel_error}, {"cv_rel_error", g.cv_rel_error}, {"guard", guarded},
+                       {"rejected", f.expr}};
+        return guarded;
+      }
+    if (std::string(field) == "count")
+      if (const std::string bad = count_outside_domain(f.expr, samples); !bad.empty()) {
+        // an exact fit of the traced runs that is no count elsewhere (multigrid levels fitted as a polynomial)
+        if (const std::string l = log_count_fit(samples); !l.empty()) {
+          fits[field] = {{"expr", l}, {"form", "log"}, {"rejected", f.expr}, {"rejected_at", bad}};
+          return l;
+        }
+        result.warnings.push_back(where + "/" + field + ": \"" + f.expr + "\" fits every run but is not a count at " + bad +
+                                  ", and no log2 form fits");
+      }
     note_ambiguity(where + "/" + field, f);
     return f.expr;
   }
@@ -2023,7 +2123,13 @@ class Builder {
       nlohmann::json block = {{"op", "loop"},
                               {"count", fit_int(samples(u, [](const Node& n) { return static_cast<double>(std::get<Loop>(n.op).count); }),
                                                 at, fits, "count", true)}};
+      const bool indexed = is_indexed(u);
+      if (indexed) {
+        loop_vars_.push_back(loop_var_name());
+        block["var"] = loop_vars_.back();
+      }
       block["body"] = emit_list(u.body, here, at + "/body");
+      if (indexed) loop_vars_.pop_back();
       if (!fits.empty()) block["fit"] = fits;
       body.push_back(std::move(block));
       return;
@@ -2153,6 +2259,141 @@ class Builder {
                                   {"executions", n}};
   }
 
+  // Loops merged from consecutive loops (FoldOptions::index_loops) name their iteration index: `k1`, `k2`, ...
+  std::vector<std::string> loop_vars_;  // the enclosing indexed loops' variables, innermost last
+  int loop_var_count_ = 0;
+  static bool is_indexed(const UNode& u) {
+    for (const Occ& o : u.occ)
+      for (const Node* n : o.nodes)
+        if (n && std::get<Loop>(n->op).indexed) return true;
+    return false;
+  }
+  std::string loop_var_name() {
+    for (;;) {
+      std::string v = "k" + std::to_string(++loop_var_count_);
+      if (std::find(params_.begin(), params_.end(), v) == params_.end()) return v;
+    }
+  }
+
+  // A number of a call that changes with the iteration of its (indexed) loop: base + step * floor((k + offset) /
+  // len) (step_form), each of the four an exact expression of P, the parameters and rank over every rank of every
+  // run (a rank whose number does not change has only a base); peers and roots on a declared communicator as its
+  // ranks. The text is checked at every iteration of every rank; empty when some part has no exact expression or
+  // the check fails (the caller then fits the number of iteration 0, and says so).
+  std::string fit_indexed(const UNode& u, int decl, const char* field, nlohmann::json& fits) {
+    if (loop_vars_.empty()) return "";
+    const std::string f = field;
+    auto vec = [&](const Call& c) -> const std::vector<std::int64_t>* {
+      if (!c.iter) return nullptr;
+      const auto& v = f == "peer" ? c.iter->peer : f == "tag" ? c.iter->tag : f == "size" ? c.iter->bytes : c.iter->root;
+      return v.empty() ? nullptr : &v;
+    };
+    auto scalar = [&](const Call& c) -> std::int64_t {
+      return f == "peer" ? c.peer : f == "tag" ? c.tag : f == "size" ? c.bytes : c.root;
+    };
+    bool any = false;
+    for (const Occ& o : u.occ)
+      for (const Node* n : o.nodes) any = any || vec(std::get<Call>(n->op));
+    if (!any) return "";
+    const bool ranked = (f == "peer" || f == "root") && decl > 0 && topo_->any();
+    struct Obs {
+      Vars vars;
+      std::vector<std::int64_t> values;  // per iteration, or one value
+    };
+    std::vector<Obs> obs;
+    std::vector<Sample> base, step, len, offset;
+    for (const Occ& o : u.occ)
+      for (std::size_t k = 0; k < o.nodes.size(); ++k) {
+        const Member& m = members_[shapes_[o.shape][k]];
+        const Call& c = std::get<Call>(o.nodes[k]->op);
+        Obs x{vars_of(m), {}};
+        if (const auto* v = vec(c)) x.values = *v;
+        else x.values = {scalar(c)};
+        if (ranked)
+          for (std::int64_t& r : x.values) r = topo_->to_comm_rank(trun(m), m.rank, c.comm, static_cast<int>(r));
+        if (x.values.size() > 1) {
+          const std::optional<Steps> st = step_form(x.values);
+          if (!st) return "";
+          base.push_back({x.vars, static_cast<double>(st->base), m.run->name});
+          step.push_back({x.vars, static_cast<double>(st->step), m.run->name});
+          len.push_back({x.vars, static_cast<double>(st->len), m.run->name});
+          offset.push_back({x.vars, static_cast<double>(st->offset), m.run->name});
+        } else {
+          base.push_back({x.vars, static_cast<double>(x.values.front()), m.run->name});
+        }
+        obs.push_back(std::move(x));
+      }
+    auto exact = [&](const std::vector<Sample>& smp) -> std::string {
+      bool all_same = true;
+      for (const Sample& x : smp) all_same = all_same && x.value == smp.front().value;
+      if (all_same) return fmt_number(smp.front().value);
+      FitOptions fo;
+      fo.integer = true;
+      fo.allow_rank = true;
+      const Fit g = fit_quantity(smp, params_, fo);
+      if (g.exact && !has_decimal_literal(g.expr)) return g.expr;
+      return decomposition_fit(smp, params_);
+    };
+    const std::string b = exact(base), a = exact(step), l = exact(len), off = exact(offset);
+    if (b.empty() || a.empty() || l.empty() || off.empty()) return "";
+    const std::string& k = loop_vars_.back();
+    std::string t = "floor(" + (off == "0" ? k : "(" + k + " + " + off + ")") + " / (" + l + "))";
+    if (a != "1") t = "(" + a + ")*" + t;
+    if (b != "0") t = "(" + b + ") + " + t;
+    // the check: the text as the replay engine reads it, at every iteration of every rank
+    SymbolTable sym;
+    sym.add("P");
+    sym.add("rank");
+    for (const std::string& p : params_) sym.add(p);
+    const int kslot = sym.add(k);
+    Expr e;
+    try {
+      e = parse_expr(t, sym);
+    } catch (const std::exception&) {
+      return "";
+    }
+    std::vector<double> frame(sym.size(), 0.0);
+    for (const Obs& x : obs) {
+      frame[0] = x.vars.at("P");
+      frame[1] = x.vars.at("rank");
+      for (std::size_t i = 0; i < params_.size(); ++i) frame[2 + i] = x.vars.at(params_[i]);
+      for (std::size_t i = 0; i < x.values.size(); ++i) {
+        frame[static_cast<std::size_t>(kslot)] = static_cast<double>(i);
+        if (e.eval(frame) != static_cast<double>(x.values[i])) return "";
+      }
+    }
+    fits[field] = {{"expr", t}, {"form", "iteration"}, {"var", k}};
+    return t;
+  }
+
+  // A call's number: its iteration form (fit_indexed) when it changes with the iteration of its loop, else
+  // `fallback()`; when no iteration form fits, iteration 0's number, with a warning and an ambiguity.
+  template <class F>
+  std::string with_iterations(const UNode& u, int decl, const char* field, const std::string& at, nlohmann::json& fits, F fallback) {
+    const std::string t = fit_indexed(u, decl, field, fits);
+    if (!t.empty()) return t;
+    bool any = false;
+    for (const Occ& o : u.occ)
+      for (const Node* n : o.nodes) any = any || std::get<Call>(n->op).iter;
+    std::string out = fallback();
+    if (any && !loop_vars_.empty()) {
+      bool varies = false;
+      for (const Occ& o : u.occ)
+        for (const Node* n : o.nodes) {
+          const auto& iv = std::get<Call>(n->op).iter;
+          const std::string f = field;
+          if (iv) varies = varies || !(f == "peer" ? iv->peer : f == "tag" ? iv->tag : f == "size" ? iv->bytes : iv->root).empty();
+        }
+      if (varies) {
+        const std::string msg = at + "/" + field + ": changes with the iteration of its loop, and no step function of " +
+                                loop_vars_.back() + " with exact parts fits every rank of every run; written as iteration 0's";
+        result.warnings.push_back(msg);
+        result.ambiguities.push_back(msg);
+      }
+    }
+    return out;
+  }
+
   static double peer_of(const Node& n) { return std::get<Call>(n.op).peer; }
   static double tag_of(const Node& n) { return std::get<Call>(n.op).tag; }
   static double bytes_of(const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes); }
@@ -2194,13 +2435,15 @@ class Builder {
         b["peer"] = nb;
         fits["peer"] = {{"form", "neighbour list"}, {"exact", true}};
       } else {
-        b["peer"] = c.peer == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer"));
+        b["peer"] = c.peer == trace::ANY ? nlohmann::json("any") : nlohmann::json(with_iterations(u, decl, "peer", at, fits, [&] {
+          return fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer"); }));
       }
-      b["size"] = fit_call_int(u, bytes_of, at, fits, "size");
+      b["size"] = with_iterations(u, decl, "size", at, fits, [&] { return fit_call_int(u, bytes_of, at, fits, "size"); });
       if (c.kind == Kind::RECV || c.kind == Kind::IRECV) b["_recv_site"] = c.site;
       else send_sizes_[c.site].insert(b["size"].dump()), b["_send_site"] = c.site;
       note_size_spread(u, false, fits);
-      b["tag"] = c.tag == trace::ANY ? nlohmann::json("any") : nlohmann::json(fit_call_int(u, tag_of, at, fits, "tag"));
+      b["tag"] = c.tag == trace::ANY ? nlohmann::json("any") : nlohmann::json(with_iterations(u, decl, "tag", at, fits, [&] {
+        return fit_call_int(u, tag_of, at, fits, "tag"); }));
       if ((c.kind == Kind::ISEND || c.kind == Kind::ISSEND || c.kind == Kind::IRECV) && request_names_.count(c.site))
         b["req"] = request_names_.at(c.site);
       finish(std::move(b));
@@ -2253,11 +2496,13 @@ class Builder {
               sizes[i].value /= n > 0 ? n : sizes[i].vars.at("P");
             }
         }
-        b["size"] = fit_int(sizes, at, fits, "size", true);
+        b["size"] = c.kind == Kind::ALLTOALL ? fit_int(sizes, at, fits, "size", true)
+                                             : with_iterations(u, decl, "size", at, fits, [&] { return fit_int(sizes, at, fits, "size", true); });
         note_size_spread(u, false, fits);
       }
       if (c.kind == Kind::BCAST || c.kind == Kind::REDUCE || c.kind == Kind::GATHER || c.kind == Kind::SCATTER)
-        b["root"] = fit_comm_rank(u, std::max(decl, 0), [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).root); }, at, fits, "root");
+        b["root"] = with_iterations(u, decl, "root", at, fits, [&] {
+          return fit_comm_rank(u, std::max(decl, 0), [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).root); }, at, fits, "root"); });
       finish(std::move(b));
       return;
     }

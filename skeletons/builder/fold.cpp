@@ -103,6 +103,7 @@ Compute Compute::of(double duration, double flops) {
   Compute c;
   c.seconds.add(duration);
   c.flops.add(flops);
+  c.works = flops > 0;
   c.first = duration;
   return c;
 }
@@ -126,7 +127,9 @@ bool Call::same(const Call& o) const {
   const bool sizes_free = vary && o.vary;
   return kind == o.kind && site == o.site && comm == o.comm && peer == o.peer && tag == o.tag &&
          (sizes_free || bytes == o.bytes) && root == o.root && peer2 == o.peer2 && tag2 == o.tag2 &&
-         (sizes_free || bytes2 == o.bytes2) && waits_on == o.waits_on;
+         (sizes_free || bytes2 == o.bytes2) && waits_on == o.waits_on &&
+         (iter == o.iter || (iter && o.iter && iter->peer == o.iter->peer && iter->tag == o.iter->tag &&
+                             iter->bytes == o.iter->bytes && iter->root == o.iter->root));
 }
 
 namespace {
@@ -149,14 +152,19 @@ std::uint64_t hash_of(const Call& c) {
                           static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.tag2)),
                           static_cast<std::uint64_t>(c.vary ? -1 : c.bytes2), c.waits_on})
     h = mix(h, v);
+  if (c.iter)
+    for (const auto* v : {&c.iter->peer, &c.iter->tag, &c.iter->bytes, &c.iter->root}) {
+      h = mix(h, v->size());
+      for (const std::int64_t x : *v) h = mix(h, static_cast<std::uint64_t>(x));
+    }
   return h;
 }
 
 void rehash(Node& n) {
   if (const auto* c = std::get_if<Call>(&n.op)) {
     n.hash = hash_of(*c);
-  } else if (std::holds_alternative<Compute>(n.op)) {
-    n.hash = 0x434f4d50ull;
+  } else if (const auto* k = std::get_if<Compute>(&n.op)) {
+    n.hash = 0x434f4d50ull ^ (k->works ? 1u : 0u);
   } else {
     const Loop& l = std::get<Loop>(n.op);
     std::uint64_t h = l.branch ? mix(0x4252414eull, 1) : mix(0x4c4f4f50ull, l.count);
@@ -287,7 +295,9 @@ void clear_stats(Node& n) {
   if (auto* c = std::get_if<Call>(&n.op)) {
     c->inside = Stats{};
   } else if (auto* k = std::get_if<Compute>(&n.op)) {
+    const bool works = k->works;
     *k = Compute{};
+    k->works = works;
   } else {
     Loop& l = std::get<Loop>(n.op);
     if (l.branch) l.count = l.reached = 0;
@@ -530,7 +540,7 @@ void branch_annotated_loops(Seq& s) {
 bool same(const Node& a, const Node& b) {
   if (a.hash != b.hash || a.op.index() != b.op.index()) return false;
   if (const auto* c = std::get_if<Call>(&a.op)) return c->same(std::get<Call>(b.op));
-  if (std::holds_alternative<Compute>(a.op)) return true;
+  if (const auto* k = std::get_if<Compute>(&a.op)) return k->works == std::get<Compute>(b.op).works;
   const Loop& x = std::get<Loop>(a.op);
   const Loop& y = std::get<Loop>(b.op);
   return x.branch == y.branch && (x.branch || x.count == y.count) && x.body.size() == y.body.size() &&
@@ -549,6 +559,321 @@ void settle_sizes(Seq& seq) {
     }
   }
 }
+}  // namespace
+
+std::optional<Steps> step_form(const std::vector<std::int64_t>& v) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> runs;  // value, length
+  for (const std::int64_t x : v) {
+    if (runs.empty() || runs.back().first != x) runs.emplace_back(x, 1);
+    else ++runs.back().second;
+  }
+  if (runs.size() < 2) return std::nullopt;
+  const std::int64_t step = runs[1].first - runs[0].first;
+  for (std::size_t i = 2; i < runs.size(); ++i)
+    if (runs[i].first - runs[i - 1].first != step) return std::nullopt;
+  std::int64_t len = std::max(runs[0].second, runs[1].second);
+  if (runs.size() > 2) {
+    len = runs[1].second;
+    for (std::size_t i = 1; i + 1 < runs.size(); ++i)
+      if (runs[i].second != len) return std::nullopt;
+    if (runs.front().second > len || runs.back().second > len) return std::nullopt;
+  }
+  return Steps{runs[0].first, step, len, len - runs[0].second};
+}
+
+namespace {
+
+// Calls at one place of consecutive loops' bodies that may be one call whose numbers change with the iteration.
+bool call_compatible(const Call& a, const Call& b) {
+  return a.kind == b.kind && a.site == b.site && a.comm == b.comm && a.peer2 == b.peer2 && a.tag2 == b.tag2 &&
+         a.bytes2 == b.bytes2 && a.waits_on == b.waits_on && a.vary == b.vary && !a.iter && !b.iter &&
+         (a.peer == trace::ANY) == (b.peer == trace::ANY) && (a.tag == trace::ANY) == (b.tag == trace::ANY) &&
+         !trace::is_annotation(a.kind);
+}
+
+bool has_indexed(const Seq& s) {
+  for (const Node& n : s) {
+    if (const auto* c = std::get_if<Call>(&n.op); c && c->iter) return true;
+    if (const auto* l = std::get_if<Loop>(&n.op); l && (l->indexed || has_indexed(l->body))) return true;
+  }
+  return false;
+}
+
+bool bodies_compatible(const Seq& a, const Seq& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].op.index() != b[i].op.index()) return false;
+    if (const auto* c = std::get_if<Call>(&a[i].op)) {
+      if (!call_compatible(*c, std::get<Call>(b[i].op))) return false;
+    } else if (std::holds_alternative<Loop>(a[i].op)) {
+      if (!same(a[i], b[i]) || has_indexed(std::get<Loop>(a[i].op).body)) return false;
+    }
+  }
+  return true;
+}
+
+// The loops s[a, b) as one indexed loop, when every number that differs between their iterations is a step
+// function of the iteration (step_form); false (s untouched) otherwise.
+bool merge_loops(Seq& s, std::size_t a, std::size_t b) {
+  constexpr std::uint64_t MAX_ITERATIONS = 1u << 16;
+  std::uint64_t total = 0;
+  for (std::size_t i = a; i < b; ++i) total += std::get<Loop>(s[i].op).count;
+  if (total > MAX_ITERATIONS) return false;
+  Loop merged = std::get<Loop>(s[a].op);
+  bool any = false;
+  for (std::size_t p = 0; p < merged.body.size(); ++p) {
+    auto* c = std::get_if<Call>(&merged.body[p].op);
+    if (!c) continue;
+    IterValues iv;
+    auto field = [&](std::vector<std::int64_t>& out, auto get) {
+      bool differs = false;
+      for (std::size_t i = a; i < b; ++i) {
+        const Loop& l = std::get<Loop>(s[i].op);
+        const std::int64_t x = get(std::get<Call>(l.body[p].op));
+        differs = differs || x != get(*c);
+        out.insert(out.end(), l.count, x);
+      }
+      if (!differs) out.clear();
+      return out.empty() || step_form(out).has_value();
+    };
+    if (!field(iv.peer, [](const Call& x) { return std::int64_t{x.peer}; }) ||
+        !field(iv.tag, [](const Call& x) { return std::int64_t{x.tag}; }) ||
+        !field(iv.bytes, [](const Call& x) { return x.bytes; }) ||
+        !field(iv.root, [](const Call& x) { return std::int64_t{x.root}; }))
+      return false;
+    if (iv.peer.empty() && iv.tag.empty() && iv.bytes.empty() && iv.root.empty()) continue;
+    any = true;
+    c->iter = std::make_shared<const IterValues>(std::move(iv));
+  }
+  if (!any) return false;
+  for (std::size_t i = a + 1; i < b; ++i) {
+    const Loop& l = std::get<Loop>(s[i].op);
+    for (std::size_t p = 0; p < merged.body.size(); ++p) {
+      if (auto* c = std::get_if<Call>(&merged.body[p].op)) {
+        const Call& o = std::get<Call>(l.body[p].op);
+        c->inside.merge(o.inside);
+        c->sizes.merge(o.sizes);
+        c->sizes2.merge(o.sizes2);
+      } else {
+        merge_into(merged.body[p], l.body[p]);
+      }
+    }
+  }
+  for (Node& b : merged.body) rehash(b);  // the calls' hashes cover their iteration values
+  merged.count = total;
+  merged.indexed = true;
+  Node n;
+  n.op = std::move(merged);
+  rehash(n);
+  s[a] = std::move(n);
+  s.erase(s.begin() + static_cast<std::ptrdiff_t>(a + 1), s.begin() + static_cast<std::ptrdiff_t>(b));
+  return true;
+}
+
+// Whether two nodes are the same but for whether their compute gaps state work (Compute::works).
+bool same_but_work(const Node& a, const Node& b) {
+  if (a.op.index() != b.op.index()) return false;
+  if (std::holds_alternative<Compute>(a.op)) return true;
+  if (std::holds_alternative<Call>(a.op)) return same(a, b);
+  const Loop& x = std::get<Loop>(a.op);
+  const Loop& y = std::get<Loop>(b.op);
+  if (x.branch != y.branch || (!x.branch && x.count != y.count) || x.body.size() != y.body.size()) return false;
+  for (std::size_t i = 0; i < x.body.size(); ++i)
+    if (!same_but_work(x.body[i], y.body[i])) return false;
+  return true;
+}
+
+// merge_into for nodes that are the same_but_work: a gap without work is not averaged into one with work
+// (the loop's gap stays the work of its iterations)
+void merge_but_work(Node& a, const Node& b) {
+  if (auto* k = std::get_if<Compute>(&a.op)) {
+    if (k->works == std::get<Compute>(b.op).works) k->merge(std::get<Compute>(b.op));
+  } else if (auto* l = std::get_if<Loop>(&a.op)) {
+    const Loop& o = std::get<Loop>(b.op);
+    for (std::size_t i = 0; i < l->body.size(); ++i) merge_but_work(l->body[i], o.body[i]);
+    if (l->branch) l->count += o.count, l->reached += o.reached;
+  } else {
+    merge_into(a, b);
+  }
+}
+
+// Whether x, a call run just before the first iteration of an indexed loop, is that loop's call c one iteration
+// earlier: the same call whose numbers continue each step function (step_form) one step back; with `apply`,
+// x becomes iteration 0 of c.
+bool call_before(Call& c, const Call& x, bool apply) {
+  if (!c.iter) return c.same(x);
+  if (!call_compatible([&] { Call a = c; a.iter = nullptr; return a; }(), x)) return false;
+  IterValues iv = *c.iter;
+  auto field = [](std::vector<std::int64_t>& v, std::int64_t scalar, std::int64_t before) {
+    if (v.empty()) return scalar == before;
+    v.insert(v.begin(), before);
+    return step_form(v).has_value();
+  };
+  if (!field(iv.peer, c.peer, x.peer) || !field(iv.tag, c.tag, x.tag) || !field(iv.bytes, c.bytes, x.bytes) ||
+      !field(iv.root, c.root, x.root))
+    return false;
+  if (apply) {
+    c.peer = x.peer, c.tag = x.tag, c.bytes = x.bytes, c.root = x.root;
+    c.iter = std::make_shared<const IterValues>(std::move(iv));
+  }
+  return true;
+}
+
+// A loop's first (or last) iteration whose gaps differ from the others' only in whether they state work (the
+// first panel of a TI trace, right after a barrier, has no compute before it) is taken into the loop; then the
+// level is folded again (its iterations, so completed, may now repeat). Innermost levels first.
+void absorb_peeled(Seq& s, std::size_t window) {
+  for (Node& n : s)
+    if (auto* l = std::get_if<Loop>(&n.op); l && !l->branch) {
+      absorb_peeled(l->body, window);
+      rehash(n);
+    }
+  bool changed = false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    auto* l = std::get_if<Loop>(&s[i].op);
+    if (!l || l->branch) continue;
+    const std::size_t w = l->body.size();
+    auto matches = [&](std::size_t from) {
+      for (std::size_t j = 0; j < w; ++j)
+        if (!same_but_work(l->body[j], s[from + j])) return false;
+      return true;
+    };
+    // a body that ends with the gap that goes with its first call, after a gap: the gap moves to the front
+    // (each call with the gap before it, as in the other ranks), one gap of its mean left after the loop
+    // (also through loops whose body is only that loop: the panels of each repetition)
+    std::vector<Node*> chain{&s[i]};
+    while (std::get<Loop>(chain.back()->op).body.size() == 1 && std::holds_alternative<Loop>(std::get<Loop>(chain.back()->op).body[0].op) &&
+           !std::get<Loop>(std::get<Loop>(chain.back()->op).body[0].op).branch)
+      chain.push_back(&std::get<Loop>(chain.back()->op).body[0]);
+    Loop& in = std::get<Loop>(chain.back()->op);
+    if (in.body.size() >= 2 && i >= 1 && !std::holds_alternative<Compute>(in.body.front().op) &&
+        std::holds_alternative<Compute>(in.body.back().op) && std::holds_alternative<Compute>(s[i - 1].op)) {
+      Node gap = std::move(in.body.back());
+      in.body.pop_back();
+      const Compute& g = std::get<Compute>(gap.op);
+      Node after;
+      after.op = Compute::of(g.seconds.mean(), g.flops.mean());
+      rehash(after);
+      merge_but_work(gap, s[i - 1]);
+      in.body.insert(in.body.begin(), std::move(gap));
+      for (auto it = chain.rbegin(); it != chain.rend(); ++it) rehash(**it);
+      s.insert(s.begin() + static_cast<std::ptrdiff_t>(i + 1), std::move(after));
+      s.erase(s.begin() + static_cast<std::ptrdiff_t>(i - 1));
+      --i;
+      l = &std::get<Loop>(s[i].op);
+      changed = true;
+    }
+    // the w nodes before it, small loops expanded (a first iteration [no work, call, no work, call] that
+    // folded into a loop of its own), as [first, i)
+    auto before = [&](std::size_t& first) {
+      std::vector<const Node*> out;
+      first = i;
+      while (first > 0 && out.size() < w) {
+        const Node& n = s[first - 1];
+        std::vector<const Node*> part;
+        if (const auto* k = std::get_if<Loop>(&n.op); k && !k->branch && k->count * k->body.size() <= w) {
+          for (std::uint64_t r = 0; r < k->count; ++r)
+            for (const Node& b : k->body) part.push_back(&b);
+        } else {
+          part.push_back(&n);
+        }
+        out.insert(out.begin(), part.begin(), part.end());
+        --first;
+      }
+      return out;
+    };
+    for (;;) {
+      std::size_t first = 0;
+      const std::vector<const Node*> prev = before(first);
+      bool ok = prev.size() == w;
+      for (std::size_t j = 0; ok && j < w; ++j) {
+        auto* c = std::get_if<Call>(&l->body[j].op);
+        ok = c && std::holds_alternative<Call>(prev[j]->op) ? call_before(*c, std::get<Call>(prev[j]->op), false)
+                                                             : same_but_work(l->body[j], *prev[j]);
+      }
+      if (!ok) break;
+      for (std::size_t j = 0; j < w; ++j) {
+        if (auto* c = std::get_if<Call>(&l->body[j].op)) call_before(*c, std::get<Call>(prev[j]->op), true);
+        merge_but_work(l->body[j], *prev[j]);
+        rehash(l->body[j]);
+      }
+      ++l->count;
+      s.erase(s.begin() + static_cast<std::ptrdiff_t>(first), s.begin() + static_cast<std::ptrdiff_t>(i));
+      i = first;
+      l = &std::get<Loop>(s[i].op);
+      changed = true;
+    }
+    while (i + 1 + w <= s.size() && matches(i + 1)) {
+      for (std::size_t j = 0; j < w; ++j) merge_but_work(l->body[j], s[i + 1 + j]);
+      ++l->count;
+      s.erase(s.begin() + static_cast<std::ptrdiff_t>(i + 1), s.begin() + static_cast<std::ptrdiff_t>(i + 1 + w));
+      changed = true;
+    }
+    // an iteration cut in two around the loop (body[k..w) before it, body[0..k) after it: the online folder
+    // took the period from the middle of one, as with 3 repetitions of two loops after a first one that
+    // differed): the loop of the rotated body, one more time
+    for (std::size_t k = 1; k < w && i >= w - k && i + 1 + k <= s.size(); ++k) {
+      bool ok = true;
+      for (std::size_t j = k; ok && j < w; ++j) ok = same_but_work(l->body[j], s[i - (w - k) + (j - k)]);
+      for (std::size_t j = 0; ok && j < k; ++j) ok = same_but_work(l->body[j], s[i + 1 + j]);
+      if (!ok) continue;
+      Loop r;
+      r.count = l->count + 1;
+      for (std::size_t j = k; j < w; ++j) r.body.push_back(l->body[j]);
+      for (std::size_t j = 0; j < k; ++j) r.body.push_back(l->body[j]);
+      for (std::size_t j = k; j < w; ++j) merge_but_work(r.body[j - k], s[i - (w - k) + (j - k)]);
+      for (std::size_t j = 0; j < k; ++j) merge_but_work(r.body[w - k + j], s[i + 1 + j]);
+      Node n;
+      n.op = std::move(r);
+      rehash(n);
+      const std::size_t from = i - (w - k);
+      s.erase(s.begin() + static_cast<std::ptrdiff_t>(i + 1), s.begin() + static_cast<std::ptrdiff_t>(i + 1 + k));
+      s[i] = std::move(n);
+      s.erase(s.begin() + static_cast<std::ptrdiff_t>(from), s.begin() + static_cast<std::ptrdiff_t>(i));
+      i = from;
+      l = &std::get<Loop>(s[i].op);
+      changed = true;
+      break;
+    }
+    rehash(s[i]);
+  }
+  if (!changed) return;
+  Seq again;
+  for (Node& n : s) append(again, std::move(n), window);
+  s = std::move(again);
+  absorb_peeled(s, window);  // the completed loops may now be the iterations before an outer loop; s only shrinks
+}
+
+bool states_work(const Seq& s) {
+  for (const Node& n : s) {
+    if (const auto* k = std::get_if<Compute>(&n.op); k && k->works) return true;
+    if (const auto* l = std::get_if<Loop>(&n.op); l && states_work(l->body)) return true;
+  }
+  return false;
+}
+
+// FoldOptions::index_loops, innermost loops first.
+void index_loops(Seq& s) {
+  for (Node& n : s)
+    if (auto* l = std::get_if<Loop>(&n.op); l && !l->branch) {
+      index_loops(l->body);
+      rehash(n);
+    }
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto* first = std::get_if<Loop>(&s[i].op);
+    if (!first || first->branch || first->indexed) continue;
+    std::size_t j = i + 1;
+    while (j < s.size()) {
+      const auto* l = std::get_if<Loop>(&s[j].op);
+      if (!l || l->branch || l->indexed || !bodies_compatible(first->body, l->body)) break;
+      ++j;
+    }
+    // the longest run of loops that merges, from i
+    for (std::size_t e = j; e >= i + 2; --e)
+      if (merge_loops(s, i, e)) break;
+  }
+}
+
 }  // namespace
 
 RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options) {
@@ -607,6 +932,15 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options)
   }
   branch_annotated_loops(out.seq);
   if (options.vary_sizes) settle_sizes(out.seq);
+  // TI traces (gaps that state work): first iterations taken into their loops before and after the loops of
+  // one owner become one indexed loop (the one may need the other)
+  const bool work = states_work(out.seq);
+  if (work) absorb_peeled(out.seq, options.window);
+  if (options.index_loops) index_loops(out.seq);
+  if (work) {
+    absorb_peeled(out.seq, options.window);
+    if (options.index_loops) index_loops(out.seq);
+  }
   return out;
 }
 
@@ -620,8 +954,8 @@ std::uint64_t shape_hash(const Seq& seq) {
       h = mix(h, (c->peer == trace::ANY ? 1u : 0u) | (c->tag == trace::ANY ? 2u : 0u) |
                      (c->peer2 == trace::ANY ? 4u : 0u) | (c->tag2 == trace::ANY ? 8u : 0u));
       h = mix(h, c->waits_on);
-    } else if (std::holds_alternative<Compute>(n.op)) {
-      h = mix(h, 0x434f4d50ull);
+    } else if (const auto* k = std::get_if<Compute>(&n.op)) {
+      h = mix(h, 0x434f4d50ull ^ (k->works ? 1u : 0u));
     } else {
       h = mix(h, std::get<Loop>(n.op).branch ? 0x4252414eull : 0x4c4f4f50ull);
       h = mix(h, shape_hash(std::get<Loop>(n.op).body));
@@ -690,7 +1024,7 @@ std::string to_text(const Seq& seq, int indent) {
     } else {
       const Loop& l = std::get<Loop>(x.op);
       if (l.branch) o << pad << "branch " << l.count << "/" << l.reached << " {\n";
-      else o << pad << "loop " << l.count << " {\n";
+      else o << pad << "loop " << l.count << (l.indexed ? " indexed" : "") << " {\n";
       o << to_text(l.body, indent + 1) << pad << "}\n";
     }
   }

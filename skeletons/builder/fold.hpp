@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -31,6 +33,24 @@ struct Stats {
   double stddev() const;
 };
 
+/** @brief The numbers of a call that change with the iteration of its loop (a loop merged from consecutive
+ *  loops, FoldOptions::index_loops): one value per iteration for each number that is not the same in every
+ *  iteration (the others are empty; the call's own fields then hold iteration 0's values). */
+struct IterValues {
+  std::vector<std::int64_t> peer, tag, bytes, root;
+};
+
+/** @brief A step function of the iteration index k: base + step * floor((k + offset) / len), len >= 1,
+ *  offset < len, step != 0 (SUMMA's panel owner k nb / (N / pc): base 0, step 1, len N / (nb pc)). */
+struct Steps {
+  std::int64_t base = 0, step = 0;
+  std::int64_t len = 1, offset = 0;
+};
+/** @brief The step function that gives v[k] for every k, when there is one with at least two steps: constant
+ *  runs, all as long as each other but the first and last (which may be shorter), values in arithmetic
+ *  progression. */
+std::optional<Steps> step_form(const std::vector<std::int64_t>& v);
+
 /** @brief One MPI call (or annotation) of a rank, with everything that makes two calls the same. */
 struct Call {
   trace::Kind kind{};
@@ -50,6 +70,8 @@ struct Call {
   bool vary = false;
   Stats sizes;   ///< vary: bytes of every occurrence
   Stats sizes2;  ///< vary: bytes2 of every occurrence
+  /// index_loops: the numbers that change with the iteration of the enclosing (merged) loop; null otherwise
+  std::shared_ptr<const IterValues> iter;
   bool same(const Call& o) const;
 };
 
@@ -87,6 +109,10 @@ struct Compute {
   double first = 0;            ///< the first duration, in program order
   Stats rest;                  ///< every duration after the first
   QuantileSketch rest_sketch;  ///< the same, for quantiles (empty for a single duration: no allocation)
+  /// the gap states work (a SimGrid TI `compute` action, flops > 0): identity, not statistics. Without call
+  /// sites, two calls with no work between them (SUMMA's row and column broadcasts on a square grid) must not
+  /// fold as one call repeated twice as often as the calls with work before them.
+  bool works = false;
   /** @brief One duration (and the flops a TI trace gives for the same gap). */
   static Compute of(double duration, double flops = 0);
   /** @brief Adds the durations of o, which come after this one's. */
@@ -105,6 +131,9 @@ struct Loop {
   Seq body;
   bool branch = false;
   std::uint64_t reached = 0;  ///< branch: times its place was reached
+  /// merged from consecutive loops whose bodies differ only in numbers that are step functions of the
+  /// iteration (FoldOptions::index_loops): calls of its body carry `iter`
+  bool indexed = false;
 };
 
 /** @brief One element of a folded program; `hash` covers identity (not statistics). */
@@ -123,6 +152,10 @@ struct FoldOptions {
   /// (particles or atoms that move) fold into one loop, each call with its mean size (issue 17; the builder
   /// chooses this when exact folding does not compress, see vary.hpp)
   bool vary_sizes = false;
+  /// consecutive loops whose bodies differ only in peers, tags, sizes or roots that are step functions of the
+  /// iteration (a broadcast root that moves to the next rank every len iterations: SUMMA's panel owner)
+  /// become one loop over all their iterations, each such number kept per iteration (Call::iter)
+  bool index_loops = true;
 };
 
 /** @brief A rank's folded program. */

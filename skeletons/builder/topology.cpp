@@ -126,7 +126,8 @@ std::string grid_rank_fit(const std::vector<Sample>& samples, const std::vector<
   return chosen;
 }
 
-std::string decomposition_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params) {
+std::string decomposition_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params,
+                              const std::function<bool(const std::string&)>& accept) {
   if (samples.empty()) return "";
   for (const Sample& x : samples)
     if (!(x.value > 0)) return "";
@@ -195,7 +196,8 @@ std::string decomposition_fit(const std::vector<Sample>& samples, const std::vec
         std::string text = (mono.empty() ? coef : (p == 1 ? mono : coef + "*" + mono));
         if (ldiv_free != "1") text += "/" + ldiv_free;
         if (q > 1) text = "(" + text + ")/" + std::to_string(q);
-        return text;
+        if (!accept || accept(text)) return text;
+        break;
       }
     } catch (const std::exception&) {
     }

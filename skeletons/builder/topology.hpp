@@ -86,8 +86,11 @@ bool has_decimal_literal(const std::string& text);
 /** @brief An exact decomposition form for a positive integer: c times a product of the parameters' powers
  *  (-1..3) divided by one of 1, P, sqrt(P), P^(2/3), P^(1/3), the sides of MPI_Dims_create(P, 2 or 3) (the
  *  smaller side of MPI_Dims_create(P, 2) is the largest divisor of P up to sqrt(P)) or P times a side, c a
- *  fraction p/q with q <= 64; "" when none reproduces every sample. Never negative. */
-std::string decomposition_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params);
+ *  fraction p/q with q <= 64; "" when none reproduces every sample. Never negative. With `accept`, the first
+ *  such form that it accepts (several may reproduce the traced runs: N/dims(P, 2, 1) and N/dims(P, 3, 0) at
+ *  P = 4, 8, 16). */
+std::string decomposition_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params,
+                              const std::function<bool(const std::string&)>& accept = {});
 
 /** @brief A peer of a program that numbers its ranks on a grid it computes itself (no topology call
  *  traced: SimGrid TI traces, codes that factor P): a neighbour at offsets (-1..1 per dimension, not
