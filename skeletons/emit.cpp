@@ -177,10 +177,17 @@ static inline double mk_multiplier(mk_state* S, int block, int type, double cv, 
 }
 
 /* compute: SMPI charges it exactly (flops at the host's speed; seconds as that many seconds of the host);
- * a real run spins on the clock for the seconds, or for flops / the rate. */
+ * a real run spins for the seconds, or for flops / the rate, of its own CPU time (the thread's clock): on a core
+ * shared with other ranks or programs it does the skeleton's work, as the program it models would, and a trace
+ * that measures CPU time (mktrace on more ranks than cores) finds the skeleton's amounts, not the time it waited. */
 static inline double mk_now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+static inline double mk_cpu_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 static inline void mk_compute(mk_state* S, int block, double amount, int in_flops) {
@@ -191,20 +198,20 @@ static inline void mk_compute(mk_state* S, int block, double amount, int in_flop
 #else
   const double s = in_flops ? amount / S->flop_rate : amount;
   if (s > 0) {
-    const double end = mk_now() + s;
-    while (mk_now() < end) {
+    const double end = mk_cpu_now() + s;
+    while (mk_cpu_now() < end) {
     }
   }
 #endif
 }
 static inline double mk_measure_rate(void) { /* dependent multiply-adds for 0.1 s: 2 flops each */
   volatile double sink;
-  double x = 1.0, t = 0, t0 = mk_now();
+  double x = 1.0, t = 0, t0 = mk_cpu_now();
   long long n = 0;
   do {
     for (int i = 0; i < (1 << 16); ++i) x = x * 0.9999999 + 1e-7;
     n += 1 << 16;
-    t = mk_now() - t0;
+    t = mk_cpu_now() - t0;
   } while (t < 0.1);
   sink = x;
   (void)sink;
