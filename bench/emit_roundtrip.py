@@ -34,7 +34,7 @@ EX = os.path.join(ROOT, "skeletons", "examples")
 
 # name: (skeleton, traced P, base parameters, varied parameters {name: other values}, diff P list, diff parameter axes)
 CASES = {
-    "atm1d": (EX + "/atm1d.json", [2, 4, 6, 8], {"N": 64, "steps": 2}, {"N": [128], "steps": [3]},
+    "atm1d": (EX + "/atm1d.json", [2, 3, 4, 8, 16], {"N": 64, "steps": 2}, {"N": [128], "steps": [3]},
               "2-9,12,16,17,32,64,256", "N=64:96:256,steps=2:5"),
     "atm2d": (EX + "/atm2d.json", [2, 4, 8, 16], {"N": 64, "steps": 2}, {"N": [128], "steps": [3]},
               "2-9,12,16,17,32,64,256", "N=64:256,steps=2:5"),
@@ -42,22 +42,26 @@ CASES = {
            "2-9,12,16,17,32,64,256", "N=1024:16384,iters=2:5"),
     "pge1": (EX + "/pge1.json", [2, 4, 6, 8], {"N": 64, "M": 8, "K": 2}, {"M": [16], "K": [4]},
              "2-9,12,16,17,32,64,256", "N=64,M=8:32,K=2:4"),
-    "pge2": (EX + "/pge2.json", [2, 4, 6, 8, 16], {"N": 64, "M": 8, "K": 2}, {"M": [16], "K": [4]},
+    "pge2": (EX + "/pge2.json", [2, 4, 8, 16], {"N": 64, "M": 8, "K": 2}, {"M": [16], "K": [4]},
              "2-9,12,16,17,32,64,256", "N=64,M=8:32,K=2:4"),
     "summa": (EX + "/summa.json", [2, 4, 6, 8, 9], {"N": 96, "nb": 16}, {"N": [192], "nb": [32]},
               "2-9,12,16,17,32,64,256", "N=96:384,nb=16:32"),
-    "master_worker": (EX + "/master_worker.json", [2, 4, 6, 8], {"tasks": 24}, {"tasks": [48]},
-                      "2-9,12,16,17,32,64,256", "tasks=24:100"),
+    "master_worker": (EX + "/master_worker.json", [2, 4, 6, 8], {"tasks": 24, "short_flops": 200000, "long_flops": 5000000},
+                      {"tasks": [48]}, "2-9,12,16,17,32,64,256", "tasks=24:100,short_flops=200000,long_flops=5000000"),
     "features": (ROOT + "/tests/data/emit_features.json", [2, 4, 6, 8], {"K": 12}, {"K": [24]},
                  "2-9,12,16", "K=12:36"),
 }
+# prob branches that pick compute amounts: compute compared as the sum over all ranks (`mkskel diff --compute-sum`)
+PROBABILISTIC = {"master_worker"}
 
 
 def run(cmd, timeout, cwd=None):
     t0 = time.monotonic()
+    env = benchlib.mpi_env()
+    env["OMPI_MCA_mpi_yield_when_idle"] = "1"  # ranks waiting in MPI give their core to the others (oversubscribed)
+    env["MKTRACE_CPU_TIME"] = "1"  # compute gaps as CPU time at every P (the emitted spin counts CPU time)
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout, cwd=cwd,
-                           env=benchlib.mpi_env())
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout, cwd=cwd, env=env)
         return p.returncode, p.stdout, p.stderr, time.monotonic() - t0
     except subprocess.TimeoutExpired:
         return -1, "", "timeout after %d s" % timeout, time.monotonic() - t0
@@ -107,30 +111,50 @@ def case(a, name, work):
         return dict(row, status="error", message="build: " + (err + out).strip()[-300:])
     row["ambiguities"] = len(re.findall(r"^mkskel: ambiguous:", err, re.M))
     row["pairs_at_traced"] = "yes" if "pair at every traced run" in out else "no"
-    base_cmd = [a.mkskel, "diff", skel, rebuilt, "--P", diff_P, "--param", diff_params, "--flops-rate", "%g" % a.flops_rate,
-                "--max", "50"]
+    # structure and operations at every P of the list (traced or not); compute (measured) where it was measured
+    base_cmd = [a.mkskel, "diff", skel, rebuilt, "--P", diff_P, "--param", diff_params, "--compute-tol", "-1", "--max", "50"]
+    out4, err4, worst, ncomp = "", "", 0.0, 0
+    for P in Ps:  # at each traced run
+        for pt in points(base, varied):
+            comp_cmd = [a.mkskel, "diff", skel, rebuilt, "--P", str(P), "--param", ",".join("%s=%g" % kv for kv in sorted(pt.items())),
+                        "--flops-rate", "%g" % a.flops_rate, "--no-structure", "--max", "50"] + \
+                       (["--compute-sum"] if name in PROBABILISTIC else [])
+            _, o4, e4, _ = run(comp_cmd, a.timeout)
+            out4, err4 = out4 + o4, err4 + e4
+            m = re.search(r"worst rank compute difference (\S+)%", o4)
+            worst = max(worst, float(m.group(1))) if m else worst
+            ncomp += len(re.findall(r"^difference \d+ \(compute\)", o4, re.M))
+    row["worst_compute_pct"] = round(worst, 1)
+    row["compute_diffs"] = ncomp
     rc1, out1, err1, wall1 = run(base_cmd, a.timeout)
+    rc3, out3, err3, _ = run(base_cmd + ["--flatten-conditions"], a.timeout)
     rc2, out2, err2, _ = run(base_cmd + ["--no-structure"], a.timeout)
     with open(os.path.join(work, name + ".diff.txt"), "w") as f:
-        f.write(out1 + err1 + "\n--no-structure:\n" + out2 + err2)
+        f.write(out1 + err1 + "\n--flatten-conditions:\n" + out3 + err3 + "\n--no-structure:\n" + out2 + err2 +
+                "\ncompute at each traced run:\n" + out4 + err4)
     row["diff_s"] = round(wall1, 1)
-    if rc1 not in (0, 1) or rc2 not in (0, 1):
+    if rc1 not in (0, 1) or rc2 not in (0, 1) or rc3 not in (0, 1):
         return dict(row, status="error", message="diff: " + (err1 + out1 + err2).strip()[-300:])
+    first_flat = re.search(r"^difference 1 \(structure\).*$", out3, re.M)
+    row["flat_structure_difference"] = first_flat.group(0)[:300] if first_flat else ""
+    first_ops = re.search(r"^difference 1 .*$", out2, re.M)
+    row["first_op_difference"] = first_ops.group(0)[:300] if first_ops else ""
     m = re.search(r"\(structure (\d+), operations and compute (\d+)\): (\d+) \(P, parameter\) point\(s\), (\d+) rank expansion\(s\), "
                   r"(\d+) operation\(s\) compared; worst rank compute difference (\S+)%", out1)
     if m:
-        row.update(structure_diffs=int(m.group(1)), op_diffs=int(m.group(2)), diff_points=int(m.group(3)),
-                   ops_compared=int(m.group(5)), worst_compute_pct=round(float(m.group(6)), 1))
+        row.update(structure_diffs=int(m.group(1)), op_diffs=int(m.group(2)), diff_points=int(m.group(3)), ops_compared=int(m.group(5)))
     kinds = sorted(set(re.findall(r"^difference \d+ \((\w+)\)", out1, re.M)))
     row["difference_kinds"] = " ".join(kinds)
     first = re.search(r"^difference 1 .*$", out1, re.M)
     row["first_difference"] = first.group(0)[:400] if first else ""
-    row["status"] = "same" if rc1 == 0 else ("same operations" if rc2 == 0 else "differs")
+    row["status"] = ("same" if rc1 == 0 else ("same flattened" if rc3 == 0 else ("same operations" if rc2 == 0 else "differs")))
+    if row["compute_diffs"]:
+        row["status"] += ", compute differs"
     return row
 
 
-FIELDS = ["case", "status", "structure_diffs", "op_diffs", "difference_kinds", "runs", "traced_P", "traced_params", "diff_P",
-          "diff_params", "diff_points", "ops_compared", "worst_compute_pct", "ambiguities", "pairs_at_traced", "trace_s",
+FIELDS = ["case", "status", "structure_diffs", "op_diffs", "difference_kinds", "flat_structure_difference", "first_op_difference", "runs", "traced_P", "traced_params", "diff_P",
+          "diff_params", "diff_points", "ops_compared", "compute_diffs", "worst_compute_pct", "ambiguities", "pairs_at_traced", "trace_s",
           "build_s", "diff_s", "first_difference", "message"]
 
 
@@ -139,7 +163,7 @@ def main():
     ap.add_argument("--cases", default=",".join(CASES), help="comma list of " + ",".join(CASES))
     ap.add_argument("--mkskel", default=os.path.join(ROOT, "build", "sim", "mkskel"))
     ap.add_argument("--mktrace", default=os.path.join(ROOT, "build", "trace", "mktrace"))
-    ap.add_argument("--flops-rate", type=float, default=1e9, help="the emitted programs' spin rate (flop/s)")
+    ap.add_argument("--flops-rate", type=float, default=1e8, help="the emitted programs' spin rate (flop/s)")
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--keep", default="", help="directory to keep programs, traces, rebuilt skeletons and diffs in")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "emit_roundtrip.csv"))
@@ -165,6 +189,7 @@ def main():
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
     print("%-14s %-16s %9s %9s %5s %12s %8s  %s" % ("case", "status", "structure", "ops", "runs", "ops_compared", "compute%", "kinds"))
+    # status: same (strict), same flattened (the same with conditions dissolved), same operations (the expansions only)
     for r in rows:
         print("%-14s %-16s %9s %9s %5s %12s %8s  %s" % (r["case"], r["status"], r.get("structure_diffs", "-"), r.get("op_diffs", "-"),
                                                        r.get("runs", "-"), r.get("ops_compared", "-"), r.get("worst_compute_pct", "-"),

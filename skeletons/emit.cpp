@@ -39,6 +39,10 @@ typedef struct {
   void** retired;                      /* outgrown buffers, kept until the end (requests may still use them) */
   int nretired, capretired;
   double flop_rate;                    /* flop/s for flops compute (not used under SMPI) */
+  volatile int site;                   /* the block of the last MPI call: a distinct store after each call keeps
+                                          the compiler from merging two blocks' identical calls into one call site
+                                          (-O2 cross-jumping did, for the waitalls ending atm1d's two colours: the
+                                          tracer tells call points apart by their return addresses) */
 } mk_state;
 
 static mk_state* mk_S; /* for messages only */
@@ -652,15 +656,15 @@ class Emitter {
           << p << "  " << (recv ? "MPI_Irecv" : "MPI_Isend") << "(buf, n, MPI_BYTE, peer, tag, comm, mk_post(S, " << x.request << "));\n";
         break;
     }
-    o << p << "}\n";
+    o << p << "  S->site = " << block << ";\n" << p << "}\n";
   }
 
   void emit(std::ostringstream& o, int block, const Wait& w, int depth) {
-    o << pad(depth) << head(block) << "\n" << pad(depth) << "mk_wait(S, " << w.request << ");\n";
+    o << pad(depth) << head(block) << "\n" << pad(depth) << "mk_wait(S, " << w.request << ");\n" << pad(depth) << "S->site = " << block << ";\n";
   }
 
   void emit(std::ostringstream& o, int block, const WaitAll&, int depth) {
-    o << pad(depth) << head(block) << "\n" << pad(depth) << "mk_waitall(S);\n";
+    o << pad(depth) << head(block) << "\n" << pad(depth) << "mk_waitall(S);\n" << pad(depth) << "S->site = " << block << ";\n";
   }
 
   void emit(std::ostringstream& o, int block, const Collective& x, int depth) {
@@ -693,7 +697,7 @@ class Emitter {
         o << p << "  MPI_Alltoall(MK_SBUF((size_t)n * np), n, MPI_BYTE, MK_RBUF((size_t)n * np), n, MPI_BYTE, comm);\n";
         break;
     }
-    o << p << "}\n";
+    o << p << "  S->site = " << block << ";\n" << p << "}\n";
   }
 
   void emit_main(std::ostringstream& o) {

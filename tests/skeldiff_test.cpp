@@ -99,6 +99,18 @@ TEST(SkelDiff, StructureAgainstOperations) {
   b::DiffOptions ops = options();
   ops.structure = false;
   EXPECT_TRUE(b::diff_skeletons(a, c, ops).same());
+  b::DiffOptions flat = options();
+  flat.flatten_conditions = true;
+  EXPECT_TRUE(b::diff_skeletons(a, c, flat).same()) << b::format_diff(b::diff_skeletons(a, c, flat));
+  // a loop is not a condition: one around the send is a difference either way
+  const sk::Skeleton l = parse(R"J([{"op": "if", "cond": "rank % 2 == 0 && rank + 1 < P", "then": [{"op": "loop", "count": 1, "body": [
+      {"op": "send", "peer": "rank + 1", "size": "N", "tag": 0}]}]},
+    {"op": "if", "cond": "rank % 2 == 1", "then": [{"op": "recv", "peer": "rank - 1", "size": "N", "tag": 0}]}])J",
+                               "", "l.json");
+  const b::DiffReport rl = b::diff_skeletons(a, l, flat);
+  ASSERT_EQ(rl.structural(), 1u) << b::format_diff(rl);
+  EXPECT_EQ(rl.behavioural(), 0u) << b::format_diff(rl);
+  EXPECT_EQ(rl.differences[0].path_b, "/body/0/then/0");
 }
 
 // Rank groups are a chain of ifs: two groups against one if/else are the same; a missing message is a length

@@ -745,7 +745,8 @@ const char* MKSKEL_USAGE =
     "       mkskel compare SKELETON.json TRACE [--param NAME=VALUE ...] [--show N]\n"
     "       mkskel emit SKELETON.json -o PROG.c\n"
     "       mkskel diff A.json B.json [--P LIST] [--param NAME=V1[:V2...] ...] [--compute-tol R] [--compute-abs S]\n"
-    "         [--flops-rate R] [--seed S] [--max N] [--no-structure] [--compute-sum]\n";
+    "         [--flops-rate R] [--seed S] [--max N] [--no-structure] [--flatten-conditions]\n"
+    "         [--compute-sum]\n";
 
 /** @brief Reads one traced run given as PATH[::NAME=VALUE,...]. */
 trace::Run read_any_run(const std::string& arg) {
@@ -1099,6 +1100,7 @@ int cmd_skel_diff(const std::vector<std::string>& args, std::ostream& out) {
       ("seed", po::value(&opt.seed)->default_value(1), "seed of both expansions (prob branches, distributions)")
       ("max", po::value(&opt.max_differences)->default_value(20), "distinct differences listed")
       ("no-structure", "compare the expansions only, not the block trees")
+      ("flatten-conditions", "compare the structure with condition branches dissolved into their bodies (nested or flat conditions alike)")
       ("compute-sum", "compare compute as the sum over all ranks (prob branches that pick compute amounts), not per rank")
       ("input", po::value(&positional)->composing(), "A.json B.json (positional)");
   po::positional_options_description pos;
@@ -1106,6 +1108,7 @@ int cmd_skel_diff(const std::vector<std::string>& args, std::ostream& out) {
   if (!parse_options(args, desc, out, MKSKEL_USAGE, &pos)) return EXIT_OK;
   if (positional.size() != 2) throw UsageError("usage: mkskel diff A.json B.json [--P LIST] [--param NAME=V1[:V2...] ...]");
   opt.structure = std::find(args.begin(), args.end(), "--no-structure") == args.end();
+  opt.flatten_conditions = std::find(args.begin(), args.end(), "--flatten-conditions") != args.end();
   opt.compute_per_rank = std::find(args.begin(), args.end(), "--compute-sum") == args.end();
   opt.P.clear();
   auto integer = [&](const std::string& s) {

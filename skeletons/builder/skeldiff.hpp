@@ -42,6 +42,10 @@ struct DiffOptions {
   std::size_t max_differences = 20;  ///< distinct differences kept (the first of each kind and place)
   std::size_t op_limit = 20'000'000;  ///< operations per rank expansion
   bool structure = true;         ///< compare the communication structure (false: the expansions only)
+  /// conditions dissolved in the structure: a condition branch's then and else bodies stand in its place, so
+  /// nested conditions and their flat conjunctions (the builder's form: it writes no `else` and no nested
+  /// conditions) compare equal; which ranks run what is still checked by the expansions
+  bool flatten_conditions = false;
 };
 
 /** @brief One difference: what, and where in each skeleton (JSON pointers; "" when a side has nothing there). */
@@ -65,7 +69,8 @@ struct DiffReport {
 };
 
 /** @brief Compares skeleton `a` with `b` as the header says. Throws SkeletonError only for a parameter point
- *  that names a parameter neither declares; expansion errors are differences. */
+ *  that names a parameter neither declares. A point where `a` cannot run (a rank fails to expand: atm2d's grid
+ *  at P = 5) is skipped with a note; where only `b` cannot, that is a difference ("expansion"). */
 DiffReport diff_skeletons(const Skeleton& a, const Skeleton& b, const DiffOptions& options = {});
 
 /** @brief The report as text: one line per difference, then the counts ("same: ..." or "N difference(s)"). */
