@@ -147,3 +147,22 @@ TEST(SkelDiff, GroupsLengthAndFlops) {
                }()),
                sk::SkeletonError);
 }
+
+// Equal in distribution (a `prob` branch that picks a compute amount, as master_worker's task kinds): the mixture
+// against one block of its mean differs rank by rank over few draws, and agrees as the sum over all ranks.
+TEST(SkelDiff, ProbabilisticComputeComparedAsTheSum) {
+  const sk::Skeleton a = parse(R"J([{"op": "loop", "count": 10, "body": [{"op": "if", "prob": 0.1,
+      "then": [{"op": "compute", "seconds": 0.01}], "else": [{"op": "compute", "seconds": 0.001}]}, {"op": "barrier"}]}])J",
+                               "", "a.json");
+  const sk::Skeleton c = parse(R"J([{"op": "loop", "count": 10, "body": [{"op": "compute", "seconds": 0.0019}, {"op": "barrier"}]}])J", "", "c.json");
+  b::DiffOptions o = options({64});
+  o.compute_rel = 0.2;
+  o.compute_abs_s = 0;
+  const b::DiffReport per_rank = b::diff_skeletons(a, c, o);
+  EXPECT_EQ(per_rank.structural(), 0u) << b::format_diff(per_rank);  // a branch without communication is no structure
+  ASSERT_FALSE(per_rank.same());
+  EXPECT_EQ(per_rank.differences[0].kind, "compute");
+  o.compute_per_rank = false;
+  const b::DiffReport sum = b::diff_skeletons(a, c, o);
+  EXPECT_TRUE(sum.same()) << b::format_diff(sum);
+}
