@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 namespace mksim::skeletons {
 
@@ -384,7 +385,14 @@ class Emitter {
     o << "\n */\n"
       << "#define _POSIX_C_SOURCE 200809L\n#include <mpi.h>\n#include <math.h>\n#include <stdarg.h>\n#include <stdint.h>\n"
       << "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n"
-      << "#ifdef SMPI_H /* compiled with smpicc: compute is charged to the simulated host */\n#include <simgrid/host.h>\n#endif\n\n";
+      << "#ifdef SMPI_H /* compiled with smpicc: compute is charged to the simulated host */\n#include <simgrid/host.h>\n#endif\n\n"
+      << "/* mktrace.h's annotations, inline: the skeleton's loops (those that communicate) and regions, for the tracer\n"
+      << " * (weak references, defined only under LD_PRELOAD=libmktrace.so; no-ops otherwise and under SMPI) */\n"
+      << "#if (defined(__GNUC__) || defined(__clang__)) && !defined(SMPI_H)\n"
+      << "void mktrace_region_begin(const char* name) __attribute__((weak));\nvoid mktrace_region_end(const char* name) __attribute__((weak));\n"
+      << "void mktrace_loop_begin(const char* name) __attribute__((weak));\nvoid mktrace_loop_iter(const char* name) __attribute__((weak));\n"
+      << "void mktrace_loop_end(const char* name) __attribute__((weak));\n"
+      << "#define MK_NOTE(fn, name) do { if (fn) fn(name); } while (0)\n#else\n#define MK_NOTE(fn, name) do { (void)(name); } while (0)\n#endif\n\n";
     o << "#define MK_NSLOTS " << sk_.symbols.size() << "\n#define MK_NCOMMS " << sk_.comms.size() + 1 << "\n#define MK_NREQ "
       << sk_.request_slots << "\n#define MK_NCOINS " << sk_.coins.size() << "\n#define MK_FILE " << c_string(sk_.file) << "\n";
     o << "static const char* const MK_BLOCK_ID[] = {";
@@ -580,20 +588,45 @@ class Emitter {
     return s + " */";
   }
 
+  // Whether a body communicates (then its loop is annotated for the tracer).
+  static bool communicates(const Body& body) {
+    for (const Block& b : body) {
+      const bool c = std::visit(
+          [](const auto& op) -> bool {
+            using T = std::decay_t<decltype(op)>;
+            if constexpr (std::is_same_v<T, Loop> || std::is_same_v<T, Region>) return communicates(op.body);
+            else if constexpr (std::is_same_v<T, Branch>) return communicates(op.then_body) || communicates(op.else_body);
+            else return !std::is_same_v<T, Compute>;
+          },
+          b.op);
+      if (c) return true;
+    }
+    return false;
+  }
+
   void emit(std::ostringstream& o, int block, const Loop& l, int depth) {
     const std::string p = pad(depth), i = "i" + std::to_string(block), n = "n" + std::to_string(block);
-    o << p << head(block) << "\n" << p << "for (long long " << i << " = 0, " << n << " = mk_count(" << block << ", " << call(l.count)
-      << "); " << i << " < " << n << "; ++" << i << ") {\n";
+    // a loop that communicates is annotated (mktrace.h): the builder then sees the skeleton's loop, and iterations
+    // whose calls differ (prob branches) as branches of it
+    const bool note = communicates(l.body);
+    const std::string name = c_string(sk_.blocks[static_cast<std::size_t>(block)].id);
+    o << p << head(block) << "\n";
+    if (note) o << p << "MK_NOTE(mktrace_loop_begin, " << name << ");\n";
+    o << p << "for (long long " << i << " = 0, " << n << " = mk_count(" << block << ", " << call(l.count) << "); " << i << " < " << n
+      << "; ++" << i << ") {\n";
+    if (note) o << p << "  MK_NOTE(mktrace_loop_iter, " << name << ");\n";
     if (l.var_slot >= 0) o << p << "  S->F[" << l.var_slot << "] = (double)" << i << ";\n";
     emit_body(o, l.body, depth + 1);
     o << p << "}\n";
+    if (note) o << p << "MK_NOTE(mktrace_loop_end, " << name << ");\n";
   }
 
   void emit(std::ostringstream& o, int block, const Region& r, int depth) {
     const std::string p = pad(depth);
-    o << p << head(block) << " /* region " << comment(r.name) << " */\n" << p << "{\n";
+    o << p << head(block) << " /* region " << comment(r.name) << " */\n" << p << "{\n"
+      << p << "  MK_NOTE(mktrace_region_begin, " << c_string(r.name) << ");\n";
     emit_body(o, r.body, depth + 1);
-    o << p << "}\n";
+    o << p << "  MK_NOTE(mktrace_region_end, " << c_string(r.name) << ");\n" << p << "}\n";
   }
 
   void emit(std::ostringstream& o, int block, const Branch& br, int depth) {

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 namespace sk = mksim::skeletons;
@@ -165,4 +166,34 @@ TEST(SkelDiff, ProbabilisticComputeComparedAsTheSum) {
   o.compute_per_rank = false;
   const b::DiffReport sum = b::diff_skeletons(a, c, o);
   EXPECT_TRUE(sum.same()) << b::format_diff(sum);
+}
+
+// Equal in distribution (a `prob` branch that decides messages, with a shared coin, as coin_ring's rebuilt twice):
+// probabilities within the tolerance, and with B drawing at A's probabilities every operation agrees; beyond it,
+// the probability is the difference, named in both files.
+TEST(SkelDiff, ProbabilitiesWithinToleranceAndTheSameDraws) {
+  const char* ring = R"J([{"op": "loop", "count": "N", "body": [
+      {"op": "if", "prob": "%s", "coin": "c", "then": [{"op": "send", "peer": "(rank + 1) %% P", "size": 8, "tag": 2}]},
+      {"op": "if", "prob": "%s", "coin": "c", "coin_rank": "(rank - 1) %% P", "then": [{"op": "recv", "peer": "(rank + P - 1) %% P", "size": 8, "tag": 2}]},
+      {"op": "barrier"}]}])J";
+  auto with = [&](const char* p, const std::string& file) {
+    char text[1024];
+    std::snprintf(text, sizeof text, ring, p, p);
+    return parse(text, "", file);
+  };
+  const sk::Skeleton a = with("0.3055", "a.json"), c = with("0.31", "c.json");
+  b::DiffOptions o = options({2, 4, 8, 16});
+  o.compute_rel = -1;
+  const b::DiffReport own = b::diff_skeletons(a, c, o);  // each side's own probability: some draws part
+  ASSERT_FALSE(own.same());
+  EXPECT_EQ(own.structural(), 0u);
+  o.prob_tol = 0.01;
+  const b::DiffReport same = b::diff_skeletons(a, c, o);
+  EXPECT_TRUE(same.same()) << b::format_diff(same);
+  o.prob_tol = 0.001;
+  const b::DiffReport beyond = b::diff_skeletons(a, c, o);
+  ASSERT_EQ(beyond.differences.size(), 2u) << b::format_diff(beyond);
+  EXPECT_EQ(beyond.differences[0].kind, "probability");
+  EXPECT_EQ(beyond.differences[0].path_a, "/body/0/body/0");
+  EXPECT_EQ(beyond.differences[1].path_b, "/body/0/body/1");
 }

@@ -746,7 +746,7 @@ const char* MKSKEL_USAGE =
     "       mkskel emit SKELETON.json -o PROG.c\n"
     "       mkskel diff A.json B.json [--P LIST] [--param NAME=V1[:V2...] ...] [--compute-tol R] [--compute-abs S]\n"
     "         [--flops-rate R] [--seed S] [--max N] [--no-structure] [--flatten-conditions]\n"
-    "         [--compute-sum]\n";
+    "         [--compute-sum] [--prob-tol T]\n";
 
 /** @brief Reads one traced run given as PATH[::NAME=VALUE,...]. */
 trace::Run read_any_run(const std::string& arg) {
@@ -1099,6 +1099,8 @@ int cmd_skel_diff(const std::vector<std::string>& args, std::ostream& out) {
       ("flops-rate", po::value(&opt.flops_rate)->default_value(0), "flop/s, to compare compute in flops with compute in seconds")
       ("seed", po::value(&opt.seed)->default_value(1), "seed of both expansions (prob branches, distributions)")
       ("max", po::value(&opt.max_differences)->default_value(20), "distinct differences listed")
+      ("prob-tol", po::value(&opt.prob_tol)->default_value(-1),
+       "prob branches: their probabilities within this absolute tolerance, and B expanded with A's (equal in distribution)")
       ("no-structure", "compare the expansions only, not the block trees")
       ("flatten-conditions", "compare the structure with condition branches dissolved into their bodies (nested or flat conditions alike)")
       ("compute-sum", "compare compute as the sum over all ranks (prob branches that pick compute amounts), not per rank")

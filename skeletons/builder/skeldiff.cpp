@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 #include <tuple>
+#include <type_traits>
 
 namespace mksim::skeletons::builder {
 
@@ -22,7 +23,36 @@ struct Node {
   std::string label;    // "loop", "if", "if prob", "isend", "allreduce on split", ...
   std::string pointer;  // JSON pointer of the block
   std::vector<Node> then_body, else_body;  // loop: then_body is the body
+  int block = -1;       // Block::index ("if prob": to compare and substitute its probability)
 };
+
+// The branch of block `index` in a body (mutable: B's probabilities are replaced by A's).
+Branch* find_branch(Body& body, int index) {
+  for (Block& b : body) {
+    Branch* found = std::visit(
+        [&](auto& op) -> Branch* {
+          using T = std::decay_t<decltype(op)>;
+          if constexpr (std::is_same_v<T, Branch>) {
+            if (b.index == index) return &op;
+            if (Branch* x = find_branch(op.then_body, index)) return x;
+            return find_branch(op.else_body, index);
+          } else if constexpr (std::is_same_v<T, Loop> || std::is_same_v<T, Region>) {
+            return find_branch(op.body, index);
+          } else {
+            return nullptr;
+          }
+        },
+        b.op);
+    if (found) return found;
+  }
+  return nullptr;
+}
+
+const Branch* find_branch(const Skeleton& sk, int index) {
+  for (const RankGroup& g : sk.groups)
+    if (const Branch* x = find_branch(const_cast<Body&>(g.body), index)) return x;
+  return nullptr;
+}
 
 const char* comm_kind(const Skeleton& sk, int comm) {
   if (comm == 0) return "world";
@@ -59,7 +89,7 @@ struct Structure {
       add(out, b.else_body);
       return;
     }
-    Node n{b.condition ? "if" : "if prob", ptr(i), {}, {}};
+    Node n{b.condition ? "if" : "if prob", ptr(i), {}, {}, i};
     add(n.then_body, b.then_body);
     add(n.else_body, b.else_body);
     if (!n.then_body.empty() || !n.else_body.empty()) out.push_back(std::move(n));
@@ -95,6 +125,8 @@ struct Differ {
   const DiffOptions& opt;
   DiffReport rep;
   std::set<std::tuple<std::string, std::string, std::string>> seen;  // (kind, path_a, path_b): one of each
+  std::vector<std::pair<int, int>> prob_pairs;  // structurally matched prob branches (A's block, B's block)
+  const Skeleton* b_run = nullptr;  // B as expanded: B itself, or a copy with A's probabilities
 
   bool full() const { return rep.differences.size() >= opt.max_differences; }
 
@@ -123,6 +155,7 @@ struct Differ {
              " of the communication in " + (at_a.empty() ? "/" : at_a) + " and " + (at_b.empty() ? "/" : at_b) + ")"});
         return;
       }
+      if (x[i].label == "if prob") prob_pairs.emplace_back(x[i].block, y[i].block);
       const bool branch = x[i].label.rfind("if", 0) == 0;
       structure(x[i].then_body, y[i].then_body, x[i].pointer + (branch ? "/then" : "/body"), y[i].pointer + (branch ? "/then" : "/body"));
       structure(x[i].else_body, y[i].else_body, x[i].pointer + "/else", y[i].pointer + "/else");
@@ -156,6 +189,8 @@ struct Differ {
       if (auto it = point.find(p.name); it != point.end()) out[p.name] = it->second;
     return out;
   }
+
+  static std::string ptr(const Skeleton& sk, int block) { return sk.blocks.at(static_cast<std::size_t>(block)).pointer; }
 
   static std::string where(int P, const std::map<std::string, double>& point) {
     std::ostringstream o;
@@ -230,9 +265,46 @@ struct Differ {
       }
     }
     ++rep.points;
+    Skeleton with_a;  // B with A's probabilities at this point
+    b_run = &b;
+    if (opt.prob_tol >= 0 && !prob_pairs.empty()) {
+      with_a = b;
+      b_run = &with_a;
+      for (const auto& [ia, ib] : prob_pairs) {
+        const Branch *pa = find_branch(a, ia), *pb = find_branch(b, ib);
+        Branch* target = nullptr;
+        for (RankGroup& g : with_a.groups)
+          if (!target) target = find_branch(g.body, ib);
+        if (!pa || !pb || !target) continue;
+        double first = 0;
+        bool uniform = true;
+        for (int r = 0; r < P; ++r) {
+          std::vector<double> ra = fa, rb = fb;
+          bind_rank(a, ra, r, la);
+          bind_rank(b, rb, r, lb);
+          const double va = pa->probability.eval(ra), vb = pb->probability.eval(rb);
+          if (r == 0) first = va;
+          uniform = uniform && va == first;
+          if (std::fabs(va - vb) > opt.prob_tol) {
+            std::ostringstream o;
+            o << where(P, pt) << " rank " << r << ": probability A " << va << ", B " << vb << ", beyond " << opt.prob_tol;
+            add({"probability", ptr(a, ia), ptr(b, ib), o.str(), P, r});
+            break;
+          }
+        }
+        if (uniform) {
+          std::ostringstream v;
+          v.precision(17);
+          v << first;
+          target->probability = parse_expr(v.str(), with_a.symbols);
+        } else {
+          rep.notes.push_back("the probability of " + ptr(a, ia) + " depends on rank: B draws with its own");
+        }
+      }
+    }
     for (int r = 0; r < P && !full(); ++r) {
       const Side& x = xs[static_cast<std::size_t>(r)];
-      const Side y = expand(b, fb, r, lb, opt);
+      const Side y = expand(*b_run, fb, r, lb, opt);
       ++rep.ranks;
       if (!y.error.empty()) {
         add({"expansion", "", "", where(P, pt) + " rank " + std::to_string(r) + ": B: " + y.error, P, r});
@@ -351,6 +423,9 @@ DiffReport diff_skeletons(const Skeleton& a, const Skeleton& b, const DiffOption
     d.rep.notes.push_back("not compared at " + std::to_string(d.skipped.size()) + " point(s) where A cannot run (" + list +
                           (d.skipped.size() > 6 ? ", ..." : "") + "; the first: " + d.first_skip_reason + ")");
   }
+  if (opt.prob_tol >= 0 && !d.prob_pairs.empty())
+    d.rep.notes.push_back(std::to_string(d.prob_pairs.size()) + " prob branch(es) compared within " + fmt(opt.prob_tol) +
+                          "; B expanded with A's probabilities (equal in distribution)");
   if (opt.compute_rel < 0) d.rep.notes.push_back("compute not compared");
   else
     d.rep.notes.push_back(std::string("compute compared as ") + (opt.compute_per_rank ? "each rank's total" : "the sum over all ranks") +

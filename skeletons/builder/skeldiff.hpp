@@ -38,6 +38,11 @@ struct DiffOptions {
   /// compute compared per rank (true), or as the sum over all ranks of a point (false): for skeletons whose `prob`
   /// branches choose between compute amounts, where only the mean over many draws is the program's
   bool compute_per_rank = true;
+  /// `prob` branches (equal in distribution only): when >= 0, the structurally matched `prob` branches of the two
+  /// must have probabilities within this absolute tolerance at every rank and point, and B is expanded with A's
+  /// probabilities (both then draw the same branches), so that everything else must agree exactly; < 0: the
+  /// expansions draw with each side's own probabilities
+  double prob_tol = -1;
   std::uint64_t seed = 1;        ///< seed of both expansions (prob branches, distributions)
   std::size_t max_differences = 20;  ///< distinct differences kept (the first of each kind and place)
   std::size_t op_limit = 20'000'000;  ///< operations per rank expansion
@@ -50,7 +55,7 @@ struct DiffOptions {
 
 /** @brief One difference: what, and where in each skeleton (JSON pointers; "" when a side has nothing there). */
 struct SkeletonDifference {
-  std::string kind;    ///< "structure", "communicators", "parameters", "operation", "peer", "tag", "bytes", "root", "comm", "length", "expansion", "compute"
+  std::string kind;    ///< "structure", "communicators", "probability", "operation", "peer", "tag", "bytes", "root", "comm", "length", "expansion", "compute"
   std::string path_a, path_b;
   std::string detail;  ///< a sentence: the values on each side, the P, parameters and rank
   int P = 0;           ///< where the expansions part (0: structural)
