@@ -2,7 +2,8 @@
 """Issue 18 part 2, the strict round trip: skeleton -> `mkskel emit` -> mpicc -> `mktrace` (OpenMPI) at several P
 and parameter values -> `mkskel build` -> `mkskel diff` against the original.
 
-For every case (the example skeletons, and skeletons the builder builds in the tests from real programs):
+For every case (the example skeletons, and skeletons the builder builds in the tests from real programs: BUILT,
+whose skeleton is first built from the program's own traces):
   1. `mkskel emit` writes the program, compiled with mpicc; compute is a spin at --flops-rate (flops) or of the
      skeleton's seconds;
   2. mktrace traces it at every P of the case and every parameter point (one-at-a-time around a base point);
@@ -51,6 +52,19 @@ CASES = {
     "features": (ROOT + "/tests/data/emit_features.json", [2, 4, 6, 8], {"K": 12}, {"K": [24]},
                  "2-9,12,16", "K=12:36"),
 }
+# Skeletons the builder builds in the tests, from real programs traced the same way (tests/topology_build_test.cpp's
+# periodic grid with cart_sub, split and dup; tests/skelbuild_branch_test.cpp's coin_ring, whose shared-coin `prob`
+# branches decide messages): name -> (argv with {NAME} for parameters, traced P, base, varied, diff P, diff params).
+# Their skeleton is built first from the program's traces, then round-tripped like the examples.
+BUILT = {
+    "topo_grid": (["{build}/tests/topo_app", "grid", "{steps}", "{bytes}"], [4, 8, 16], {"steps": 2, "bytes": 64}, {"steps": [3]},
+                  "4-9,12,16,17,32,64", "steps=2:5,bytes=64"),
+    "coin_ring": (["{build}/apps/coin_ring", "{steps}", "0.3", "7"], [4, 8], {"steps": 200}, {"steps": [400]},
+                  "4-9,16,32", "steps=200:1000"),
+}
+# equal in distribution: prob branches within this tolerance, B drawing at A's probabilities (`mkskel diff --prob-tol`)
+PROB_TOL = {"coin_ring": 0.02}
+
 # prob branches that pick compute amounts: compute compared as the sum over all ranks (`mkskel diff --compute-sum`)
 PROBABILISTIC = {"master_worker"}
 
@@ -76,8 +90,30 @@ def points(base, varied):
     return out
 
 
-def case(a, name, work):
-    skel, Ps, base, varied, diff_P, diff_params = CASES[name]
+def source(a, name, work):
+    """Traces the program of a BUILT case and builds its skeleton: the original of its round trip."""
+    argv, Ps, base, varied, diff_P, diff_params = BUILT[name]
+    dirs = []
+    for P in Ps:
+        for pt in points(base, varied):
+            d = os.path.join(work, "s-%s-%d-%s" % (name, P, "-".join("%s%g" % kv for kv in sorted(pt.items()))))
+            cmd = [a.mktrace, "-np", str(P)]
+            for k, v in sorted(pt.items()):
+                cmd += ["--param", "%s=%g" % (k, v)]
+            fill = dict({k: "%g" % v for k, v in pt.items()}, build=os.path.dirname(os.path.dirname(a.mktrace)))
+            rc, out, err, _ = run(cmd + ["-o", d, "--"] + [x.format(**fill) for x in argv], a.timeout)
+            if rc != 0:
+                raise RuntimeError("tracing %s at P=%d %s: %s" % (name, P, pt, (err + out).strip()[-300:]))
+            dirs.append(d)
+    skel = os.path.join(work, name + ".source.json")
+    rc, out, err, _ = run([a.mkskel, "build"] + dirs + ["-o", skel], a.timeout)
+    if rc != 0:
+        raise RuntimeError("building %s: %s" % (name, (err + out).strip()[-300:]))
+    return (skel, Ps, base, varied, diff_P, diff_params)
+
+
+def case(a, name, work, spec):
+    skel, Ps, base, varied, diff_P, diff_params = spec
     row = {"case": name, "traced_P": " ".join(map(str, Ps)),
            "traced_params": "; ".join(",".join("%s=%s" % kv for kv in sorted(p.items())) for p in points(base, varied)),
            "diff_P": diff_P, "diff_params": diff_params}
@@ -113,12 +149,15 @@ def case(a, name, work):
     row["pairs_at_traced"] = "yes" if "pair at every traced run" in out else "no"
     # structure and operations at every P of the list (traced or not); compute (measured) where it was measured
     base_cmd = [a.mkskel, "diff", skel, rebuilt, "--P", diff_P, "--param", diff_params, "--compute-tol", "-1", "--max", "50"]
+    if name in PROB_TOL:
+        base_cmd += ["--prob-tol", "%g" % PROB_TOL[name]]
     out4, err4, worst, ncomp = "", "", 0.0, 0
     for P in Ps:  # at each traced run
         for pt in points(base, varied):
             comp_cmd = [a.mkskel, "diff", skel, rebuilt, "--P", str(P), "--param", ",".join("%s=%g" % kv for kv in sorted(pt.items())),
                         "--flops-rate", "%g" % a.flops_rate, "--no-structure", "--max", "50"] + \
-                       (["--compute-sum"] if name in PROBABILISTIC else [])
+                       (["--compute-sum"] if name in PROBABILISTIC else []) + \
+                       (["--prob-tol", "%g" % PROB_TOL[name]] if name in PROB_TOL else [])
             _, o4, e4, _ = run(comp_cmd, a.timeout)
             out4, err4 = out4 + o4, err4 + e4
             m = re.search(r"worst rank compute difference (\S+)%", o4)
@@ -160,7 +199,7 @@ FIELDS = ["case", "status", "structure_diffs", "op_diffs", "difference_kinds", "
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cases", default=",".join(CASES), help="comma list of " + ",".join(CASES))
+    ap.add_argument("--cases", default=",".join(list(CASES) + list(BUILT)), help="comma list of " + ",".join(list(CASES) + list(BUILT)))
     ap.add_argument("--mkskel", default=os.path.join(ROOT, "build", "sim", "mkskel"))
     ap.add_argument("--mktrace", default=os.path.join(ROOT, "build", "trace", "mktrace"))
     ap.add_argument("--flops-rate", type=float, default=1e8, help="the emitted programs' spin rate (flop/s)")
@@ -175,7 +214,10 @@ def main():
         for name in a.cases.split(","):
             log("%s ..." % name)
             t0 = time.monotonic()
-            r = case(a, name, work)
+            try:
+                r = case(a, name, work, BUILT and name in BUILT and source(a, name, work) or CASES[name])
+            except RuntimeError as e:
+                r = {"case": name, "status": "error", "message": str(e)}
             r["message"] = r.get("message", "")
             rows.append(r)
             log("%s: %s (structure %s, operations %s) in %.0f s" % (name, r["status"], r.get("structure_diffs", "-"),
