@@ -41,7 +41,8 @@ struct DiffOptions {
   /// `prob` branches (equal in distribution only): when >= 0, the structurally matched `prob` branches of the two
   /// must have probabilities within this absolute tolerance at every rank and point, and B is expanded with A's
   /// probabilities (both then draw the same branches), so that everything else must agree exactly; < 0: the
-  /// expansions draw with each side's own probabilities
+  /// expansions draw with each side's own probabilities. Pairs come from the structure comparison (up to its first
+  /// difference): with `structure` off nothing is substituted
   double prob_tol = -1;
   std::uint64_t seed = 1;        ///< seed of both expansions (prob branches, distributions)
   std::size_t max_differences = 20;  ///< distinct differences kept (the first of each kind and place)
