@@ -121,6 +121,7 @@ struct Structure {
 };
 
 struct Differ {
+  Differ(const Skeleton& a_, const Skeleton& b_, const DiffOptions& o) : a(a_), b(b_), opt(o) {}
   const Skeleton &a, &b;
   const DiffOptions& opt;
   DiffReport rep;
@@ -385,7 +386,7 @@ std::string fmt(double v) {
 }  // namespace
 
 DiffReport diff_skeletons(const Skeleton& a, const Skeleton& b, const DiffOptions& opt) {
-  Differ d{a, b, opt, {}, {}};
+  Differ d(a, b, opt);
   if (opt.structure) {
     d.communicators();
     d.structure(Structure{a, opt.flatten_conditions}.program(), Structure{b, opt.flatten_conditions}.program(), "", "");
