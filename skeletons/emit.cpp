@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 namespace mksim::skeletons {
 
@@ -39,6 +40,10 @@ typedef struct {
   void** retired;                      /* outgrown buffers, kept until the end (requests may still use them) */
   int nretired, capretired;
   double flop_rate;                    /* flop/s for flops compute (not used under SMPI) */
+  volatile int site;                   /* the block of the last MPI call: a distinct store after each call keeps
+                                          the compiler from merging two blocks' identical calls into one call site
+                                          (-O2 cross-jumping did, for the waitalls ending atm1d's two colours: the
+                                          tracer tells call points apart by their return addresses) */
 } mk_state;
 
 static mk_state* mk_S; /* for messages only */
@@ -177,10 +182,17 @@ static inline double mk_multiplier(mk_state* S, int block, int type, double cv, 
 }
 
 /* compute: SMPI charges it exactly (flops at the host's speed; seconds as that many seconds of the host);
- * a real run spins on the clock for the seconds, or for flops / the rate. */
+ * a real run spins for the seconds, or for flops / the rate, of its own CPU time (the thread's clock): on a core
+ * shared with other ranks or programs it does the skeleton's work, as the program it models would, and a trace
+ * that measures CPU time (mktrace on more ranks than cores) finds the skeleton's amounts, not the time it waited. */
 static inline double mk_now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+static inline double mk_cpu_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 static inline void mk_compute(mk_state* S, int block, double amount, int in_flops) {
@@ -191,20 +203,20 @@ static inline void mk_compute(mk_state* S, int block, double amount, int in_flop
 #else
   const double s = in_flops ? amount / S->flop_rate : amount;
   if (s > 0) {
-    const double end = mk_now() + s;
-    while (mk_now() < end) {
+    const double end = mk_cpu_now() + s;
+    while (mk_cpu_now() < end) {
     }
   }
 #endif
 }
 static inline double mk_measure_rate(void) { /* dependent multiply-adds for 0.1 s: 2 flops each */
   volatile double sink;
-  double x = 1.0, t = 0, t0 = mk_now();
+  double x = 1.0, t = 0, t0 = mk_cpu_now();
   long long n = 0;
   do {
     for (int i = 0; i < (1 << 16); ++i) x = x * 0.9999999 + 1e-7;
     n += 1 << 16;
-    t = mk_now() - t0;
+    t = mk_cpu_now() - t0;
   } while (t < 0.1);
   sink = x;
   (void)sink;
@@ -373,7 +385,14 @@ class Emitter {
     o << "\n */\n"
       << "#define _POSIX_C_SOURCE 200809L\n#include <mpi.h>\n#include <math.h>\n#include <stdarg.h>\n#include <stdint.h>\n"
       << "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n"
-      << "#ifdef SMPI_H /* compiled with smpicc: compute is charged to the simulated host */\n#include <simgrid/host.h>\n#endif\n\n";
+      << "#ifdef SMPI_H /* compiled with smpicc: compute is charged to the simulated host */\n#include <simgrid/host.h>\n#endif\n\n"
+      << "/* mktrace.h's annotations, inline: the skeleton's loops (those that communicate) and regions, for the tracer\n"
+      << " * (weak references, defined only under LD_PRELOAD=libmktrace.so; no-ops otherwise and under SMPI) */\n"
+      << "#if (defined(__GNUC__) || defined(__clang__)) && !defined(SMPI_H)\n"
+      << "void mktrace_region_begin(const char* name) __attribute__((weak));\nvoid mktrace_region_end(const char* name) __attribute__((weak));\n"
+      << "void mktrace_loop_begin(const char* name) __attribute__((weak));\nvoid mktrace_loop_iter(const char* name) __attribute__((weak));\n"
+      << "void mktrace_loop_end(const char* name) __attribute__((weak));\n"
+      << "#define MK_NOTE(fn, name) do { if (fn) fn(name); } while (0)\n#else\n#define MK_NOTE(fn, name) do { (void)(name); } while (0)\n#endif\n\n";
     o << "#define MK_NSLOTS " << sk_.symbols.size() << "\n#define MK_NCOMMS " << sk_.comms.size() + 1 << "\n#define MK_NREQ "
       << sk_.request_slots << "\n#define MK_NCOINS " << sk_.coins.size() << "\n#define MK_FILE " << c_string(sk_.file) << "\n";
     o << "static const char* const MK_BLOCK_ID[] = {";
@@ -569,20 +588,45 @@ class Emitter {
     return s + " */";
   }
 
+  // Whether a body communicates (then its loop is annotated for the tracer).
+  static bool communicates(const Body& body) {
+    for (const Block& b : body) {
+      const bool c = std::visit(
+          [](const auto& op) -> bool {
+            using T = std::decay_t<decltype(op)>;
+            if constexpr (std::is_same_v<T, Loop> || std::is_same_v<T, Region>) return communicates(op.body);
+            else if constexpr (std::is_same_v<T, Branch>) return communicates(op.then_body) || communicates(op.else_body);
+            else return !std::is_same_v<T, Compute>;
+          },
+          b.op);
+      if (c) return true;
+    }
+    return false;
+  }
+
   void emit(std::ostringstream& o, int block, const Loop& l, int depth) {
     const std::string p = pad(depth), i = "i" + std::to_string(block), n = "n" + std::to_string(block);
-    o << p << head(block) << "\n" << p << "for (long long " << i << " = 0, " << n << " = mk_count(" << block << ", " << call(l.count)
-      << "); " << i << " < " << n << "; ++" << i << ") {\n";
+    // a loop that communicates is annotated (mktrace.h): the builder then sees the skeleton's loop, and iterations
+    // whose calls differ (prob branches) as branches of it
+    const bool note = communicates(l.body);
+    const std::string name = c_string(sk_.blocks[static_cast<std::size_t>(block)].id);
+    o << p << head(block) << "\n";
+    if (note) o << p << "MK_NOTE(mktrace_loop_begin, " << name << ");\n";
+    o << p << "for (long long " << i << " = 0, " << n << " = mk_count(" << block << ", " << call(l.count) << "); " << i << " < " << n
+      << "; ++" << i << ") {\n";
+    if (note) o << p << "  MK_NOTE(mktrace_loop_iter, " << name << ");\n";
     if (l.var_slot >= 0) o << p << "  S->F[" << l.var_slot << "] = (double)" << i << ";\n";
     emit_body(o, l.body, depth + 1);
     o << p << "}\n";
+    if (note) o << p << "MK_NOTE(mktrace_loop_end, " << name << ");\n";
   }
 
   void emit(std::ostringstream& o, int block, const Region& r, int depth) {
     const std::string p = pad(depth);
-    o << p << head(block) << " /* region " << comment(r.name) << " */\n" << p << "{\n";
+    o << p << head(block) << " /* region " << comment(r.name) << " */\n" << p << "{\n"
+      << p << "  MK_NOTE(mktrace_region_begin, " << c_string(r.name) << ");\n";
     emit_body(o, r.body, depth + 1);
-    o << p << "}\n";
+    o << p << "  MK_NOTE(mktrace_region_end, " << c_string(r.name) << ");\n" << p << "}\n";
   }
 
   void emit(std::ostringstream& o, int block, const Branch& br, int depth) {
@@ -645,15 +689,15 @@ class Emitter {
           << p << "  " << (recv ? "MPI_Irecv" : "MPI_Isend") << "(buf, n, MPI_BYTE, peer, tag, comm, mk_post(S, " << x.request << "));\n";
         break;
     }
-    o << p << "}\n";
+    o << p << "  S->site = " << block << ";\n" << p << "}\n";
   }
 
   void emit(std::ostringstream& o, int block, const Wait& w, int depth) {
-    o << pad(depth) << head(block) << "\n" << pad(depth) << "mk_wait(S, " << w.request << ");\n";
+    o << pad(depth) << head(block) << "\n" << pad(depth) << "mk_wait(S, " << w.request << ");\n" << pad(depth) << "S->site = " << block << ";\n";
   }
 
   void emit(std::ostringstream& o, int block, const WaitAll&, int depth) {
-    o << pad(depth) << head(block) << "\n" << pad(depth) << "mk_waitall(S);\n";
+    o << pad(depth) << head(block) << "\n" << pad(depth) << "mk_waitall(S);\n" << pad(depth) << "S->site = " << block << ";\n";
   }
 
   void emit(std::ostringstream& o, int block, const Collective& x, int depth) {
@@ -686,7 +730,7 @@ class Emitter {
         o << p << "  MPI_Alltoall(MK_SBUF((size_t)n * np), n, MPI_BYTE, MK_RBUF((size_t)n * np), n, MPI_BYTE, comm);\n";
         break;
     }
-    o << p << "}\n";
+    o << p << "  S->site = " << block << ";\n" << p << "}\n";
   }
 
   void emit_main(std::ostringstream& o) {

@@ -230,3 +230,21 @@ TEST_F(MkskelBuildCli, TiTracesTakeTheirParametersAfterTheFileName) {
   EXPECT_TRUE(has(gone.err, "gone.txt")) << gone.err;
   EXPECT_FALSE(fs::exists(bare));
 }
+
+// `mkskel diff` (skeldiff.hpp): 0 when the same, 1 on a difference named by its JSON pointers, 2 on bad usage.
+TEST(MkskelDiffCli, ExitCodesAndPointers) {
+  const CliRun same = mkskel({"diff", "atm1d.json", "atm1d.json", "--P", "2-8", "--param", "N=64:128,steps=2"});
+  EXPECT_EQ(same.code, 0) << same.err;
+  EXPECT_TRUE(has(same.out, "same (structure 0, operations and compute 0): 14 (P, parameter) point(s), 70 rank expansion(s)")) << same.out;
+  const CliRun differ = mkskel({"diff", "atm1d.json", "atm2d.json", "--P", "4-8", "--no-structure"});
+  EXPECT_EQ(differ.code, 1) << differ.err;
+  EXPECT_TRUE(has(differ.out, "difference 1 (bytes): A /body/0/body/0/then/1/then/0, B /body/0/body/0/then/1/then/0: P=4 N=1024 "
+                              "flops_per_point=60 steps=10 value_bytes=8 rank 0 operation 0: A isend(peer 1, tag 2, 16384 B), B isend(peer 2, tag 2, 8192 B)"))
+      << differ.out;
+  const CliRun structure = mkskel({"diff", "atm1d.json", "cg.json", "--P", "4"});
+  EXPECT_EQ(structure.code, 1);
+  EXPECT_TRUE(has(structure.out, "difference 1 (structure): ")) << structure.out;
+  EXPECT_EQ(mkskel({"diff", "atm1d.json", "atm1d.json", "--P", "0"}).code, 2);
+  EXPECT_EQ(mkskel({"diff", "atm1d.json", "atm1d.json", "--param", "lambda=3"}).code, 2);
+  EXPECT_EQ(mkskel({"diff", "atm1d.json"}).code, 2);
+}

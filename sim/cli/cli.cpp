@@ -22,6 +22,7 @@
 #include "skeletons/error.hpp"
 #include "skeletons/builder/builder.hpp"
 #include "skeletons/builder/holdout.hpp"
+#include "skeletons/builder/skeldiff.hpp"
 #include "skeletons/matching.hpp"
 #include "skeletons/skeleton_io.hpp"
 #include "skeletons/trace/otf2_reader.hpp"
@@ -742,7 +743,10 @@ const char* MKSKEL_USAGE =
     "       mkskel show SKELETON.json\n"
     "       mkskel inspect TRACE\n"
     "       mkskel compare SKELETON.json TRACE [--param NAME=VALUE ...] [--show N]\n"
-    "       mkskel emit SKELETON.json -o PROG.c\n";
+    "       mkskel emit SKELETON.json -o PROG.c\n"
+    "       mkskel diff A.json B.json [--P LIST] [--param NAME=V1[:V2...] ...] [--compute-tol R] [--compute-abs S]\n"
+    "         [--flops-rate R] [--seed S] [--max N] [--no-structure] [--flatten-conditions]\n"
+    "         [--compute-sum] [--prob-tol T]\n";
 
 /** @brief Reads one traced run given as PATH[::NAME=VALUE,...]. */
 trace::Run read_any_run(const std::string& arg) {
@@ -1079,6 +1083,97 @@ int cmd_skel_emit(const std::vector<std::string>& args, std::ostream& out) {
   return EXIT_OK;
 }
 
+// Whether two skeletons are the same program (skeldiff.hpp): the communication structure, and every rank's
+// operations expanded at every P of a list and every parameter point. Exit 0 when the same, 1 on a difference.
+int cmd_skel_diff(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mkskel diff");
+  std::vector<std::string> positional, param_items;
+  std::string P_list;
+  skeletons::builder::DiffOptions opt;
+  desc.add_options()("help,h", "this help")
+      ("P", po::value(&P_list)->default_value("2-8,12,16,17,24,32,48,64,256"), "rank counts: a comma list of N or A-B")
+      ("param", po::value(&param_items)->composing(),
+       "NAME=V1[:V2...][,NAME=...]: parameter values; every combination is a point (default: A's defaults)")
+      ("compute-tol", po::value(&opt.compute_rel)->default_value(0.5), "relative tolerance of each rank's total compute (negative: not compared)")
+      ("compute-abs", po::value(&opt.compute_abs_s)->default_value(1e-3), "absolute floor of that tolerance, seconds")
+      ("flops-rate", po::value(&opt.flops_rate)->default_value(0), "flop/s, to compare compute in flops with compute in seconds")
+      ("seed", po::value(&opt.seed)->default_value(1), "seed of both expansions (prob branches, distributions)")
+      ("max", po::value(&opt.max_differences)->default_value(20), "distinct differences listed")
+      ("prob-tol", po::value(&opt.prob_tol)->default_value(-1),
+       "prob branches: their probabilities within this absolute tolerance, and B expanded with A's (equal in distribution)")
+      ("no-structure", "compare the expansions only, not the block trees")
+      ("flatten-conditions", "compare the structure with condition branches dissolved into their bodies (nested or flat conditions alike)")
+      ("compute-sum", "compare compute as the sum over all ranks (prob branches that pick compute amounts), not per rank")
+      ("input", po::value(&positional)->composing(), "A.json B.json (positional)");
+  po::positional_options_description pos;
+  pos.add("input", -1);
+  if (!parse_options(args, desc, out, MKSKEL_USAGE, &pos)) return EXIT_OK;
+  if (positional.size() != 2) throw UsageError("usage: mkskel diff A.json B.json [--P LIST] [--param NAME=V1[:V2...] ...]");
+  opt.structure = std::find(args.begin(), args.end(), "--no-structure") == args.end();
+  opt.flatten_conditions = std::find(args.begin(), args.end(), "--flatten-conditions") != args.end();
+  opt.compute_per_rank = std::find(args.begin(), args.end(), "--compute-sum") == args.end();
+  opt.P.clear();
+  auto integer = [&](const std::string& s) {
+    std::size_t used = 0;
+    int v = 0;
+    try {
+      v = std::stoi(s, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != s.size() || v < 1) throw UsageError("--P: \"" + s + "\" is not a rank count");
+    return v;
+  };
+  for (std::size_t at = 0; at <= P_list.size();) {
+    const std::size_t comma = std::min(P_list.find(',', at), P_list.size());
+    const std::string item = P_list.substr(at, comma - at);
+    if (const std::size_t dash = item.find('-'); dash != std::string::npos) {
+      const int lo = integer(item.substr(0, dash)), hi = integer(item.substr(dash + 1));
+      if (hi < lo || hi - lo > 100000) throw UsageError("--P: \"" + item + "\" is not a range");
+      for (int p = lo; p <= hi; ++p) opt.P.push_back(p);
+    } else {
+      opt.P.push_back(integer(item));
+    }
+    at = comma + 1;
+  }
+  // NAME=V1:V2 lists, every combination a point
+  std::vector<std::pair<std::string, std::vector<double>>> axes;
+  for (const std::string& items : param_items)
+    for (std::size_t at = 0; at <= items.size();) {
+      const std::size_t comma = std::min(items.find(',', at), items.size());
+      const std::string item = items.substr(at, comma - at);
+      const std::size_t eq = item.find('=');
+      if (eq == std::string::npos || eq == 0) throw UsageError("--param: \"" + item + "\" is not NAME=V1[:V2...]");
+      std::vector<double> values;
+      std::string list = item.substr(eq + 1);
+      for (std::size_t v = 0; v <= list.size();) {
+        const std::size_t colon = std::min(list.find(':', v), list.size());
+        values.push_back(parse_params({item.substr(0, eq) + "=" + list.substr(v, colon - v)}).begin()->second);
+        v = colon + 1;
+      }
+      axes.emplace_back(item.substr(0, eq), values);
+      at = comma + 1;
+    }
+  if (!axes.empty()) {
+    opt.points.assign(1, {});
+    for (const auto& [name, values] : axes) {
+      std::vector<std::map<std::string, double>> next;
+      for (const auto& pt : opt.points)
+        for (const double v : values) {
+          auto q = pt;
+          q[name] = v;
+          next.push_back(q);
+        }
+      opt.points = std::move(next);
+    }
+  }
+  const skeletons::Skeleton a = skeletons::load_skeleton(resolve_data(positional[0], "skeletons/examples"));
+  const skeletons::Skeleton b = skeletons::load_skeleton(resolve_data(positional[1], "skeletons/examples"));
+  const auto rep = skeletons::builder::diff_skeletons(a, b, opt);
+  out << "diff A " << a.file << " with B " << b.file << "\n" << skeletons::builder::format_diff(rep);
+  return rep.same() ? EXIT_OK : EXIT_FAILED;
+}
+
 }  // namespace
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -1129,6 +1224,7 @@ int run_mkskel(const std::vector<std::string>& args, std::ostream& out, std::ost
     if (args[0] == "inspect") return cmd_skel_inspect(rest, out);
     if (args[0] == "compare") return cmd_skel_compare(rest, out);
     if (args[0] == "emit") return cmd_skel_emit(rest, out);
+    if (args[0] == "diff") return cmd_skel_diff(rest, out);
     throw UsageError("unknown command \"" + args[0] + "\"\n" + MKSKEL_USAGE);
   });
 }

@@ -144,7 +144,7 @@ std::vector<CommOp> traced_ops(const trace::RankTrace& t, const std::map<long, l
   return ops;
 }
 
-static long group_code(const std::vector<int>& members, int P) {
+long comm_code(const std::vector<int>& members, int P) {
   bool world = static_cast<int>(members.size()) == P;
   std::uint64_t h = 14695981039346656037ull;
   for (std::size_t i = 0; i < members.size(); ++i) {
@@ -196,7 +196,7 @@ std::vector<CommOp> expanded_ops(const Skeleton& sk, int P, const std::map<std::
     op.kind = op_name(x);
     const bool p2p = x.kind == ExpandedOp::Kind::SEND || x.kind == ExpandedOp::Kind::RECV ||
                      x.kind == ExpandedOp::Kind::ISEND || x.kind == ExpandedOp::Kind::IRECV;
-    if (p2p || x.kind == ExpandedOp::Kind::COLLECTIVE) op.comm = group_code(layout.members(x.comm, rank), P);
+    if (p2p || x.kind == ExpandedOp::Kind::COLLECTIVE) op.comm = comm_code(layout.members(x.comm, rank), P);
     if (p2p) {
       op.peer = x.peer;
       op.tag = x.tag;
@@ -237,7 +237,7 @@ HoldOutReport compare_with_trace(const Skeleton& sk, const trace::Run& run, cons
     for (const auto& [id, m] : comms) sizes[static_cast<long>(id)] = static_cast<long>(m.size());
     auto want = traced_ops(run.ranks[static_cast<std::size_t>(rank)], sizes);
     for (CommOp& op : want)
-      if (auto it = comms.find(static_cast<std::uint32_t>(op.comm)); it != comms.end()) op.comm = group_code(it->second, run.P);
+      if (auto it = comms.find(static_cast<std::uint32_t>(op.comm)); it != comms.end()) op.comm = comm_code(it->second, run.P);
     rc.traced = want.size();
     rc.traced_sum = traced_volume(run.ranks[static_cast<std::size_t>(rank)]);
     std::vector<CommOp> got;

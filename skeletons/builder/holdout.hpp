@@ -33,6 +33,10 @@ struct CommOp {
 /** @brief "isend(peer 3, tag 1, 40 B)", "bcast(40 B, root 0, comm 2)". */
 std::string describe(const CommOp& op);
 
+/** @brief The code compare_with_trace gives a communicator instance by its members (world ranks in rank order):
+ *  0 when it is every world rank in order (world and its dups), else 1 + a hash of the list. */
+long comm_code(const std::vector<int>& members, int P);
+
 /** @brief The size of every communicator of every rank of a traced run that the trace shows being made
  *  (MPI_Comm_dup, MPI_Comm_split by colour, MPI_Cart_create): per rank, id -> number of members; id 0 is P. */
 std::vector<std::map<long, long>> communicator_sizes(const trace::Run& run);
