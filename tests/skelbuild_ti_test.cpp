@@ -544,7 +544,9 @@ TEST_F(SkelBuildTiTest, ComputeLinesBecomeFlopsComputeBlocks) {
 // send to the east and the south when there is one. A call carries the compute before it, so the work sat before
 // the send east at a rank of the first column and before the send south at a rank of the second: each `if`
 // then held a mixture of work and nothing, fitted over ranks that do different things, and the expansion at an
-// untraced P gave some ranks the wrong work. The work is one block that every rank runs. Also the flops are
+// untraced P gave some ranks the wrong work. The work is one block that every rank runs. The set-up work before
+// the loop stays in the program (folded with the first iteration of ranks that receive first, it was once
+// dropped when that iteration was taken back into the loop whose gap there has no work). Also the flops are
 // written to six significant digits as SimGrid writes them, and the product N^2/P must be found from two
 // problem sizes (the least-squares search once never tried N^2 with a coefficient that needs N^3 elsewhere).
 TEST_F(SkelBuildTiTest, WorkBetweenCallsEdgeRanksSkipIsOneBlock) {
@@ -562,6 +564,9 @@ TEST_F(SkelBuildTiTest, WorkBetweenCallsEdgeRanksSkipIsOneBlock) {
         char work[64];
         std::snprintf(work, sizeof work, "%g", 100.0 * N * N / P);
         t << r << " init\n";
+        std::snprintf(work, sizeof work, "%g", 50.0 * N * N / P);
+        t << r << " compute " << work << "\n";  // set-up work before the loop
+        std::snprintf(work, sizeof work, "%g", 100.0 * N * N / P);
         const int x = r % 2, y = r / 2, bytes = 8 * N;
         for (int k = 0; k < K; ++k) {
           if (x > 0) t << r << " recv " << r - 1 << " 1 " << bytes << " 0\n";
@@ -598,7 +603,8 @@ TEST_F(SkelBuildTiTest, WorkBetweenCallsEdgeRanksSkipIsOneBlock) {
       double flops = 0;
       for (const ExpandedOp& x : mksim::skeletons::expand_rank(sk, frame, rank))
         if (x.kind == ExpandedOp::Kind::COMPUTE) flops += x.amount;
-      EXPECT_NEAR(flops, K * 100.0 * 96 * 96 / P, 0.02 * K * 100.0 * 96 * 96 / P) << "P=" << P << " rank " << rank << "\n" << text;
+      const double want = (50.0 + K * 100.0) * 96 * 96 / P;
+      EXPECT_NEAR(flops, want, 0.02 * want) << "P=" << P << " rank " << rank << "\n" << text;
     }
   }
 }

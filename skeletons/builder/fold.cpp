@@ -683,14 +683,37 @@ bool same_but_work(const Node& a, const Node& b) {
   return true;
 }
 
+// What merge_but_work did not average in: work of a gap merged into a gap without work, summed.
+struct Unmerged {
+  double seconds = 0, flops = 0;
+  // per occurrence of the level being folded (a node inside a folded outer loop holds every outer iteration's)
+  void add(const Compute& c) { seconds += c.seconds.mean(), flops += c.flops.mean(); }
+  bool empty() const { return !(flops > 0) && !(seconds > 0); }
+  Node node() const {
+    Node n;
+    n.op = Compute::of(seconds, flops);
+    rehash(n);
+    return n;
+  }
+};
+
 // merge_into for nodes that are the same_but_work: a gap without work is not averaged into one with work
-// (the loop's gap stays the work of its iterations)
-void merge_but_work(Node& a, const Node& b) {
+// (the loop's gap stays the work of its iterations); work merged into a gap without work is not dropped: it goes
+// to `lost`, which the caller puts beside the loop (the compute before a loop's first iteration, taken into it)
+void merge_but_work(Node& a, const Node& b, Unmerged& lost) {
   if (auto* k = std::get_if<Compute>(&a.op)) {
-    if (k->works == std::get<Compute>(b.op).works) k->merge(std::get<Compute>(b.op));
+    const Compute& o = std::get<Compute>(b.op);
+    if (k->works == o.works) k->merge(o);
+    else if (o.works) lost.add(o);
   } else if (auto* l = std::get_if<Loop>(&a.op)) {
     const Loop& o = std::get<Loop>(b.op);
-    for (std::size_t i = 0; i < l->body.size(); ++i) merge_but_work(l->body[i], o.body[i]);
+    for (std::size_t i = 0; i < l->body.size(); ++i) {
+      Unmerged inner;
+      merge_but_work(l->body[i], o.body[i], inner);
+      // work lost inside b's body, once per iteration of b
+      const double times = o.branch ? 1.0 : static_cast<double>(o.count);
+      lost.seconds += times * inner.seconds, lost.flops += times * inner.flops;
+    }
     if (l->branch) l->count += o.count, l->reached += o.reached;
   } else {
     merge_into(a, b);
@@ -754,12 +777,14 @@ void absorb_peeled(Seq& s, std::size_t window) {
       Node after;
       after.op = Compute::of(g.seconds.mean(), g.flops.mean());
       rehash(after);
-      merge_but_work(gap, s[i - 1]);
+      Unmerged lost;
+      merge_but_work(gap, s[i - 1], lost);
       in.body.insert(in.body.begin(), std::move(gap));
       for (auto it = chain.rbegin(); it != chain.rend(); ++it) rehash(**it);
       s.insert(s.begin() + static_cast<std::ptrdiff_t>(i + 1), std::move(after));
       s.erase(s.begin() + static_cast<std::ptrdiff_t>(i - 1));
       --i;
+      if (!lost.empty()) s.insert(s.begin() + static_cast<std::ptrdiff_t>(i), lost.node()), ++i;
       l = &std::get<Loop>(s[i].op);
       changed = true;
     }
@@ -792,22 +817,27 @@ void absorb_peeled(Seq& s, std::size_t window) {
                                                              : same_but_work(l->body[j], *prev[j]);
       }
       if (!ok) break;
+      Unmerged lost;
       for (std::size_t j = 0; j < w; ++j) {
         if (auto* c = std::get_if<Call>(&l->body[j].op)) call_before(*c, std::get<Call>(prev[j]->op), true);
-        merge_but_work(l->body[j], *prev[j]);
+        merge_but_work(l->body[j], *prev[j], lost);
         rehash(l->body[j]);
       }
       ++l->count;
       s.erase(s.begin() + static_cast<std::ptrdiff_t>(first), s.begin() + static_cast<std::ptrdiff_t>(i));
       i = first;
+      if (!lost.empty()) s.insert(s.begin() + static_cast<std::ptrdiff_t>(i), lost.node()), ++i;
       l = &std::get<Loop>(s[i].op);
       changed = true;
     }
     while (i + 1 + w <= s.size() && matches(i + 1)) {
-      for (std::size_t j = 0; j < w; ++j) merge_but_work(l->body[j], s[i + 1 + j]);
+      Unmerged lost;
+      for (std::size_t j = 0; j < w; ++j) merge_but_work(l->body[j], s[i + 1 + j], lost);
       ++l->count;
       s.erase(s.begin() + static_cast<std::ptrdiff_t>(i + 1), s.begin() + static_cast<std::ptrdiff_t>(i + 1 + w));
+      if (!lost.empty()) s.insert(s.begin() + static_cast<std::ptrdiff_t>(i + 1), lost.node());
       changed = true;
+      if (!lost.empty()) break;  // the next iteration's place is now that work's
     }
     // an iteration cut in two around the loop (body[k..w) before it, body[0..k) after it: the online folder
     // took the period from the middle of one, as with 3 repetitions of two loops after a first one that
@@ -821,8 +851,9 @@ void absorb_peeled(Seq& s, std::size_t window) {
       r.count = l->count + 1;
       for (std::size_t j = k; j < w; ++j) r.body.push_back(l->body[j]);
       for (std::size_t j = 0; j < k; ++j) r.body.push_back(l->body[j]);
-      for (std::size_t j = k; j < w; ++j) merge_but_work(r.body[j - k], s[i - (w - k) + (j - k)]);
-      for (std::size_t j = 0; j < k; ++j) merge_but_work(r.body[w - k + j], s[i + 1 + j]);
+      Unmerged lost;
+      for (std::size_t j = k; j < w; ++j) merge_but_work(r.body[j - k], s[i - (w - k) + (j - k)], lost);
+      for (std::size_t j = 0; j < k; ++j) merge_but_work(r.body[w - k + j], s[i + 1 + j], lost);
       Node n;
       n.op = std::move(r);
       rehash(n);
@@ -831,6 +862,7 @@ void absorb_peeled(Seq& s, std::size_t window) {
       s[i] = std::move(n);
       s.erase(s.begin() + static_cast<std::ptrdiff_t>(from), s.begin() + static_cast<std::ptrdiff_t>(i));
       i = from;
+      if (!lost.empty()) s.insert(s.begin() + static_cast<std::ptrdiff_t>(i), lost.node()), ++i;
       l = &std::get<Loop>(s[i].op);
       changed = true;
       break;
