@@ -2650,6 +2650,25 @@ BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOpti
   b.result.skeleton = std::move(sk);
   b.result.trace_events = result.trace_events;
   check_pairing(b.result, configurations);
+  const bool states_work = std::any_of(given.begin(), given.end(), [](const trace::Run& run) {
+    return std::any_of(run.ranks.begin(), run.ranks.end(), [](const trace::RankTrace& t) {
+      return std::any_of(t.events.begin(), t.events.end(), [](const trace::Event& e) { return e.gap_flops > 0; });
+    });
+  });
+  if (!b.result.matching.empty() && options.fold.work_identity && states_work) {
+    // TI traces folded by where their work is may align differently across ranks (NPB CG's row and column
+    // reductions, with and without work between them, deadlock at the traced runs): the coarser folding, when
+    // it pairs
+    BuildOptions again = options;
+    again.fold.work_identity = false;
+    BuildResult r = build_skeleton(given, again);
+    if (r.matching.empty()) {
+      r.warnings.insert(r.warnings.begin(), "folded with gaps with and without work alike: folded apart, the skeleton did not pair "
+                                            "its messages at the traced runs (" + std::to_string(b.result.matching.size()) +
+                                            " problem(s), the first: " + b.result.matching.front() + ")");
+      return r;
+    }
+  }
   return std::move(b.result);
 }
 

@@ -922,6 +922,7 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options)
     if (started) {
       Node gap;
       gap.op = Compute::of(e.gap_after(prev_exit), e.gap_flops);  // CPU time when the tracer measured it; TI flops
+      if (!options.work_identity) std::get<Compute>(gap.op).works = false;
       append(out.seq, std::move(gap), options.window);
     }
     started = true;

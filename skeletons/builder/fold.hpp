@@ -156,6 +156,11 @@ struct FoldOptions {
   /// iteration (a broadcast root that moves to the next rank every len iterations: SUMMA's panel owner)
   /// become one loop over all their iterations, each such number kept per iteration (Call::iter)
   bool index_loops = true;
+  /// TI traces: a gap that states work (flops) and one that does not are different nodes (Compute::works), so
+  /// that iterations fold by where their work is (SUMMA's two broadcasts with no work between them); off, every
+  /// gap is the same node whatever its flops (the builder falls back to this when the first skeleton does not
+  /// pair its messages at the traced runs: NPB CG's row and column reductions)
+  bool work_identity = true;
 };
 
 /** @brief A rank's folded program. */
