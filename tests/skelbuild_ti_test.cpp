@@ -454,6 +454,21 @@ mksim::trace::Run written(int P, const std::function<std::vector<Written>(int)>&
   return run;
 }
 
+// `exe ARGS` at P ranks under smpirun -trace-ti on the T3E in `dir` (compute as smpi_execute_flops), read back.
+mksim::trace::Run smpi_ti_run(const fs::path& dir, const std::string& exe, int P, const std::string& args) {
+  fs::create_directories(dir);
+  std::ofstream hosts(dir / "hosts");
+  for (int i = 0; i < P; ++i) hosts << "node-" << i << "\n";
+  hosts.close();
+  const std::string idx = (dir / "ti.txt").string();
+  const std::string cmd = "timeout 120 smpirun -np " + std::to_string(P) + " -platform " + SRC + "/platforms/t3e.xml -hostfile " +
+                          (dir / "hosts").string() + " -trace-ti --cfg=tracing/filename:" + idx +
+                          " --cfg=smpi/simulate-computation:no --log=root.thresh:warning " + exe + " " + args + " >" +
+                          (dir / "out.log").string() + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  return mksim::trace::read_ti_run(idx);
+}
+
 std::size_t count_ops(const nlohmann::json& body, const std::string& op) {
   std::size_t n = 0;
   for (const auto& b : body) {
@@ -506,18 +521,8 @@ TEST_F(SkelBuildTiTest, ComputeLinesBecomeFlopsComputeBlocks) {
   std::vector<mksim::trace::Run> runs;
   for (int P : {2, 4, 8})
     for (int N : {4000, 8000}) {
-      const fs::path dir = tmp_ / ("ti-" + std::to_string(P) + "-" + std::to_string(N));
-      fs::create_directories(dir);
-      std::ofstream hosts(dir / "hosts");
-      for (int i = 0; i < P; ++i) hosts << "node-" << i << "\n";
-      hosts.close();
-      const std::string idx = (dir / "ti.txt").string();
-      const std::string cmd = "timeout 120 smpirun -np " + std::to_string(P) + " -platform " + SRC + "/platforms/t3e.xml -hostfile " +
-                              (dir / "hosts").string() + " -trace-ti --cfg=tracing/filename:" + idx +
-                              " --cfg=smpi/simulate-computation:no --log=root.thresh:warning " + exe + " " + std::to_string(N) +
-                              " 3 >" + (dir / "out.log").string() + " 2>&1";
-      ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-      runs.push_back(mksim::trace::read_ti_run(idx));
+      ASSERT_NO_FATAL_FAILURE(runs.push_back(smpi_ti_run(tmp_ / ("ti-" + std::to_string(P) + "-" + std::to_string(N)), exe, P,
+                                                         std::to_string(N) + " 3")));
       runs.back().params["N"] = std::to_string(N);
     }
   std::string text;
@@ -619,18 +624,8 @@ TEST_F(SkelBuildTiTest, CgFromTiPairsItsMessagesAtTheTracedRuns) {
   std::vector<mksim::trace::Run> runs;
   for (int P : {4, 8})
     for (int N : {4096, 8192}) {
-      const fs::path dir = tmp_ / ("cg-" + std::to_string(P) + "-" + std::to_string(N));
-      fs::create_directories(dir);
-      std::ofstream hosts(dir / "hosts");
-      for (int i = 0; i < P; ++i) hosts << "node-" << i << "\n";
-      hosts.close();
-      const std::string idx = (dir / "ti.txt").string();
-      const std::string cmd = "timeout 120 smpirun -np " + std::to_string(P) + " -platform " + SRC + "/platforms/t3e.xml -hostfile " +
-                              (dir / "hosts").string() + " -trace-ti --cfg=tracing/filename:" + idx +
-                              " --cfg=smpi/simulate-computation:no --log=root.thresh:warning " + exe + " " + std::to_string(N) +
-                              " 2 3 >" + (dir / "out.log").string() + " 2>&1";
-      ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-      runs.push_back(mksim::trace::read_ti_run(idx));
+      ASSERT_NO_FATAL_FAILURE(runs.push_back(smpi_ti_run(tmp_ / ("cg-" + std::to_string(P) + "-" + std::to_string(N)), exe, P,
+                                                         std::to_string(N) + " 2 3")));
       runs.back().params["N"] = std::to_string(N);
     }
   mksim::skeletons::builder::BuildOptions o;
