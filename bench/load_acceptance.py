@@ -3,8 +3,11 @@
 
 Part A (real runs, this machine): two reference programs (skeletons/apps atm2d and cg) at P = 2, rank 0
 pinned to core 0 and rank 1 to core 1 (mpirun --map-by core --bind-to core), each
-  1. traced once without load (mktrace), its skeleton built (mkskel build); the platform of this machine from
-     mkcalib (bench --quick p2p,overheads, fit on the t3e template), as tests/end_to_end_test.cpp does;
+  1. traced without load (mktrace) just before each duty cycle's block, its skeleton built (mkskel build): the
+     machine's speed drifts by up to ~10% over minutes (a virtual machine whose neighbours are not visible in
+     its load average), so the skeleton's compute and the real runs it predicts are measured within a minute
+     (--no-retrace: traced once per program); the platform of this machine from mkcalib (bench --quick
+     p2p,overheads, fit on the t3e template), as tests/end_to_end_test.cpp does;
   2. run REPS times without load and with `stress-ng --cpu 1 --cpu-load D --cpu-load-slice SLICE --cpu-method loop --taskset 0`
      for each duty cycle D (the load on rank 0's core); the figure is the median of the program's own "time:";
   3. predicted by mksim with the load model of that stress-ng: `busy rank:0 duty=D period=SLICE/D demand=cpu`
@@ -180,8 +183,12 @@ def part_a(a, tmp, rows):
     plat = calibrate_platform(a.build, tmp)
     for prog in a.programs:
         spec = PROGRAMS[prog]
-        skel = skeleton_of(a.build, prog, spec, tmp)
+        skel = None if a.retrace else skeleton_of(a.build, prog, spec, tmp)
         for duty in [0] + a.duties:
+            if a.retrace:
+                # traced again just before the block: the skeleton's compute seconds and the real runs come from
+                # the same minute of a machine whose speed drifts (up to ~10% from one minute to the next here)
+                skel = skeleton_of(a.build, prog, spec, tmp)
             measured = {}
             with Stress(duty, a.slice_ms, a.method) as stress:
                 if duty > 0 and not a.skip_mkcalib:
@@ -376,6 +383,8 @@ def main():
     ap.add_argument("--skip-mkcalib", action="store_true", help="part A without part C")
     ap.add_argument("--window", type=float, default=5, help="mkcalib load --window (part C)")
     ap.add_argument("--profile", default="", help="also run part D with this speed profile (e.g. one mkcalib load wrote)")
+    ap.add_argument("--no-retrace", dest="retrace", action="store_false",
+                    help="trace the skeleton once per program, not again before each duty cycle's block")
     ap.add_argument("--csv", default="")
     ap.add_argument("--check-smpi", type=float, default=0, help="exit 1 when an SMPI gap exceeds this fraction (tests: 0.01)")
     a = ap.parse_args()

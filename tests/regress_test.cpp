@@ -436,3 +436,43 @@ TEST(Regress, VolumeFromTwoProblemSizes) {
   EXPECT_NEAR(eval(f.expr, {{"P", 1024}, {"N", 512}, {"K", 2}}), 300.0 * 512 * 512 * 512 / 1024, 1e-5 * 300.0 * 512 * 512 * 512 / 1024) << f.expr;
   EXPECT_EQ(f.expr.find('+'), std::string::npos) << f.expr;  // no constant the data cannot see
 }
+
+// Counts of a round-robin distribution: tasks over the P - 1 workers (ranks 1..P-1), worker r getting
+// floor((tasks - r + P - 1) / (P - 1)); no polynomial of rank reproduces them, and the runs where P - 1 does
+// not divide tasks are the ones that show the form. Checked at runs never traced, where the remainder moves.
+TEST(Regress, RoundRobinShareOfTasksOverWorkers) {
+  std::vector<Sample> samples;
+  auto share = [](double P, double tasks, double r) { return std::floor((tasks - r + P - 1) / (P - 1)); };
+  for (double P : {2.0, 4.0, 6.0, 8.0})
+    for (double N : {24.0, 48.0})
+      for (double r = 1; r < P; ++r)
+        samples.push_back({{{"P", P}, {"N", N}, {"K", 1}, {"rank", r}}, share(P, N, r), "P" + std::to_string(P) + "N" + std::to_string(N)});
+  FitOptions o;
+  o.integer = true;
+  o.allow_rank = true;
+  const Fit f = fit_quantity(samples, PARAMS, o);
+  EXPECT_TRUE(f.exact) << f.expr;
+  for (double P : {3.0, 16.0, 100.0})
+    for (double N : {7.0, 1000.0})
+      for (double r = 1; r < P; ++r)
+        ASSERT_EQ(eval(f.expr, {{"P", P}, {"N", N}, {"K", 1}, {"rank", r}}), share(P, N, r)) << f.expr << " P=" << P << " N=" << N << " r=" << r;
+}
+
+// Block sizes of N items over P ranks, the remainder on the first ranks: N/P + (rank < N % P).
+TEST(Regress, BlockSharesWithTheRemainderOnTheFirstRanks) {
+  std::vector<Sample> samples;
+  auto block = [](double P, double N, double r) { return std::floor(N / P) + (r < std::fmod(N, P) ? 1 : 0); };
+  for (double P : {3.0, 4.0, 5.0, 8.0})
+    for (double N : {50.0, 101.0})
+      for (double r = 0; r < P; ++r)
+        samples.push_back({{{"P", P}, {"N", N}, {"K", 1}, {"rank", r}}, block(P, N, r), "P" + std::to_string(P) + "N" + std::to_string(N)});
+  FitOptions o;
+  o.integer = true;
+  o.allow_rank = true;
+  const Fit f = fit_quantity(samples, PARAMS, o);
+  EXPECT_TRUE(f.exact) << f.expr;
+  for (double P : {6.0, 7.0, 64.0})
+    for (double N : {1000.0, 1001.0})
+      for (double r = 0; r < P; ++r)
+        ASSERT_EQ(eval(f.expr, {{"P", P}, {"N", N}, {"K", 1}, {"rank", r}}), block(P, N, r)) << f.expr << " P=" << P << " N=" << N << " r=" << r;
+}

@@ -1569,6 +1569,91 @@ std::optional<Outcome> fit_exact_row_modular(const Data& d, const Probes& pr, co
   return best;
 }
 
+/** Shares of a cyclic or block distribution: value = floor((Z - rank) / D) (or + rank), with D an integer
+ *  quantity of the run (P, P-1, a grid side, an integer parameter) and Z an exact expression of the run. It is
+ *  how many of Z' items rank r gets when items go round-robin over D ranks, or the block sizes of n items over
+ *  P ranks with the remainder on the first ones: n/P + (rank < n % P) = floor((n + P - 1 - rank) / P); master-
+ *  worker codes (tasks over P - 1 workers: floor((tasks - rank + P - 1) / (P - 1))) and any decomposition of a
+ *  size the ranks do not divide. Per run the ranks bound Z to an interval ([y*D - s*rank, y*D - s*rank + D - 1]
+ *  for each rank); Z's model is searched on the runs whose ranks pin it (at least two, and Z must step with
+ *  rank somewhere), then the whole form must reproduce every sample. */
+std::optional<Outcome> fit_exact_share(const Data& d, const Probes& pr, const FitOptions& o) {
+  if (!d.has_rank || !d.varies.back() || d.runs.size() < 3) return std::nullopt;
+  for (const Point& p : d.points)
+    if (!integral(p.y) || p.y < 0) return std::nullopt;
+  // the points of each run (scale coordinates)
+  std::map<Coords, std::vector<std::size_t>> by_run;
+  for (std::size_t i = 0; i < d.points.size(); ++i)
+    by_run[Coords(d.points[i].x.begin(), d.points[i].x.begin() + static_cast<long>(d.n_scale))].push_back(i);
+  bool steps = false;
+  for (const auto& [run, idx] : by_run)
+    for (std::size_t i : idx) steps = steps || d.points[i].y != d.points[idx.front()].y;
+  if (!steps) return std::nullopt;  // not a share of rank: the exact search of the run's variables has the say
+
+  std::vector<Feature> divisors;
+  for (Feature& f : scale_features(d.params))
+    if (f.integer_valued()) divisors.push_back(std::move(f));
+  std::optional<Outcome> best;
+  std::size_t best_complexity = 0;
+  for (const Feature& D : divisors) {
+    for (int s : {-1, 1}) {
+      // Z's interval per run
+      Data dd = d;
+      dd.points.clear();
+      std::vector<std::pair<Point, double>> loose;  // runs whose ranks leave Z a range: (point at lo, hi)
+      bool ok = true;
+      for (const auto& [run, idx] : by_run) {
+        const double Dv = D.eval(d.points[idx.front()].vars);
+        if (!integral(Dv) || Dv < 1) {
+          ok = false;
+          break;
+        }
+        double lo = -INFINITY, hi = INFINITY;
+        for (std::size_t i : idx) {
+          const double base = d.points[i].y * Dv - s * d.points[i].x.back();
+          lo = std::max(lo, base), hi = std::min(hi, base + Dv - 1);
+        }
+        if (lo > hi) {
+          ok = false;
+          break;
+        }
+        Point p = d.points[idx.front()];
+        p.y = p.lo = p.hi = lo;
+        if (lo == hi)
+          dd.points.push_back(std::move(p));
+        else
+          loose.emplace_back(std::move(p), hi);
+      }
+      if (!ok || dd.points.size() < 2) continue;
+      dd.has_rank = false;
+      dd.mean_abs = 0;
+      for (const Point& p : dd.points) dd.mean_abs += std::fabs(p.y) / static_cast<double>(dd.points.size());
+      for (Point& p : dd.points) p.d = p.y != 0 ? std::fabs(p.y) : (dd.mean_abs > 0 ? dd.mean_abs : 1.0);
+      const ExactSpace sp = exact_space(dd, pr, false);
+      std::vector<ExactModel> models = exact_models(dd, sp, o.max_terms);
+      // with fewer pinned runs than a model's coefficients + 1, the runs that bound Z to a range must confirm it
+      std::erase_if(models, [&](const ExactModel& m) {
+        if (dd.points.size() >= m.cols.size() + 1) return false;
+        return loose.size() + dd.points.size() < m.cols.size() + 2;
+      });
+      if (models.empty()) continue;
+      const std::size_t complexity = models.front().complexity();
+      if (best && complexity >= best_complexity) continue;
+      const std::string Dt = D.text(), op = s < 0 ? " - rank" : " + rank";
+      auto wrap = [&](Candidate& c) {
+        c.text = "floor((" + c.text + op + ") / " + (Dt.find_first_of("+-*/^ ") == std::string::npos ? Dt : "(" + Dt + ")") + ")";
+        for (std::size_t q = 0; q < c.at.size(); ++q) c.at[q] = std::floor((c.at[q] + s * pr.x[q].back()) / D.eval(pr.vars[q]));
+      };
+      Outcome out = exact_outcome(d, dd, pr, sp, models, wrap);
+      if (!text_reproduces(d, out.expr)) continue;
+      out.notes.back() += ", for the items Z of a round-robin share over " + Dt + " ranks";
+      best = std::move(out);
+      best_complexity = complexity;
+    }
+  }
+  return best;
+}
+
 Outcome fit_least_squares(const Data& d, const Probes& pr, const FitOptions& o) {
   Outcome out;
   LeastSquares ls(d, pr, o.max_terms);
@@ -1854,6 +1939,7 @@ Fit fit_quantity(const std::vector<Sample>& samples, const std::vector<std::stri
   if (consistent) out = fit_exact(d, pr, options);
   if (!out && consistent && options.integer) out = fit_exact_modular(d, pr, options);
   if (!out && consistent && options.integer) out = fit_exact_row_modular(d, pr, options);
+  if (!out && consistent && options.integer) out = fit_exact_share(d, pr, options);
   if (!out) {
     out = fit_least_squares(d, pr, options);
     if (options.integer)
