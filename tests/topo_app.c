@@ -15,6 +15,10 @@
  *                            B/8 doubles down each column, a ring of B bytes on a split with reversed keys, a
  *                            barrier on a dup; prints "time: <s>", from the barrier before the loop to the last
  *                            rank's end (the skeleton tests/data/topo_grid.json models it)
+ *   topo_app fan TASKS B     a master and P - 1 workers: rank 0 sends B bytes to each worker in turn (a loop over
+ *                            ranks 1..P-1), worker r returns floor((TASKS - r + P - 1) / (P - 1)) results of B
+ *                            bytes (its round-robin share of TASKS), rank 0 receives TASKS results from any
+ *                            source, then sends each worker a stop message, in turn
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -199,6 +203,21 @@ static void cube(int rank, int P, int steps, int bytes)
     MPI_Comm_free(&cart);
 }
 
+static void fan(int rank, int P, int tasks, int bytes)
+{
+    const int n = bytes / 8, W = P - 1;
+    if (W < 1) return;
+    if (rank == 0) {
+        for (int w = 1; w < P; ++w) MPI_Send(buf, n, MPI_DOUBLE, w, 1, MPI_COMM_WORLD);
+        for (int t = 0; t < tasks; ++t) MPI_Recv(rbuf, n, MPI_DOUBLE, MPI_ANY_SOURCE, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (int w = 1; w < P; ++w) MPI_Send(buf, 0, MPI_DOUBLE, w, 3, MPI_COMM_WORLD);
+    } else {
+        MPI_Recv(rbuf, n, MPI_DOUBLE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (int j = 0; j < (tasks - rank + W) / W; ++j) MPI_Send(buf, n, MPI_DOUBLE, 0, 2, MPI_COMM_WORLD);
+        MPI_Recv(rbuf, 0, MPI_DOUBLE, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -220,10 +239,12 @@ int main(int argc, char **argv)
             }
     } else if (argc > 3 && strcmp(argv[1], "cube") == 0) {
         cube(rank, P, atoi(argv[2]), atoi(argv[3]));
+    } else if (argc > 3 && strcmp(argv[1], "fan") == 0) {
+        fan(rank, P, atoi(argv[2]), atoi(argv[3]));
     } else if (argc > 3 && strcmp(argv[1], "grid") == 0) {
         grid(rank, P, atoi(argv[2]), atoi(argv[3]));
     } else {
-        if (rank == 0) fprintf(stderr, "usage: topo_app forms | dims N | grid STEPS BYTES | cube STEPS BYTES\n");
+        if (rank == 0) fprintf(stderr, "usage: topo_app forms | dims N | grid STEPS BYTES | cube STEPS BYTES | fan TASKS BYTES\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     MPI_Finalize();

@@ -113,6 +113,22 @@ TEST(TopologyBuild, PeriodicGridCartSubSplitDupExactAtUntracedP) {
   expect_exact(mksim::skeletons::parse_skeleton(text, "grid.json"), held, {{"steps", 2}, {"bytes", 64}}, text);
 }
 
+// A master and its workers (tests/topo_app.c "fan"): rank 0's loops over the workers (`for w < P: MPI_Send(w)`)
+// are one loop of P - 1 sends whose peer steps with its index (fold.hpp index_call_runs), not one place per worker
+// guarded by conditions on P; each worker's count of results is its round-robin share of the tasks,
+// floor((tasks - rank + P - 1) / (P - 1)), not a value per traced run. Exact at P = 9, never traced.
+TEST(TopologyBuild, MasterLoopsOverWorkersAndRoundRobinSharesExactAtUntracedP) {
+  std::vector<mksim::trace::Run> runs{topo("fan", 3, 13), topo("fan", 4, 13), topo("fan", 6, 13), topo("fan", 4, 20), topo("fan", 6, 20)};
+  const auto held = topo("fan", 9, 20);
+  const auto r = b::build_skeleton(runs);
+  const std::string text = r.skeleton.dump(2);
+  EXPECT_NE(text.find("\"peer\": \"1 + k"), std::string::npos) << text;
+  EXPECT_NE(text.find("floor((steps + P-1 - rank) / (P-1))"), std::string::npos) << text;
+  EXPECT_EQ(text.find("no_exact_expression"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\"peer\": \"4\""), std::string::npos) << "no send to a fixed worker beyond the smallest run's\n" << text;
+  expect_exact(mksim::skeletons::parse_skeleton(text, "fan.json"), held, {{"steps", 20}, {"bytes", 64}}, text);
+}
+
 // 3-D grid, not periodic: the 6 faces and an edge neighbour as cart_rank of shifted coordinates, PROC_NULL (-1
 // from cart_rank) outside the grid; ranks on the faces have the same program as interior ones. Exact at P = 32
 // (4 x 4 x 2), never traced.

@@ -145,31 +145,47 @@ double key_similarity(const std::set<std::uint64_t>& a, const std::set<std::uint
   return all == 0 ? 0.0 : static_cast<double>(shared) / static_cast<double>(all);
 }
 
+// The loose identity of a call: its kind and tag only (loops from different lines that do the same thing).
+void collect_loose_keys(const Seq& s, std::set<std::uint64_t>& keys) {
+  for (const Node& n : s) {
+    if (const auto* c = std::get_if<Call>(&n.op))
+      keys.insert((static_cast<std::uint64_t>(c->kind) << 32) ^ static_cast<std::uint32_t>(c->tag));
+    else if (const auto* l = std::get_if<Loop>(&n.op)) collect_loose_keys(l->body, keys);
+  }
+}
+
 // The loops of one level, matched across shapes by what they contain rather than where they are: each
 // shape's loops, in its order, are aligned with the loop nodes seen so far (in their merged order) by an
 // order-keeping alignment that maximises first the summed similarity of matched body key sets (pairs
-// that share no call key add nothing), then the number of pairs: loops that share nothing still pair up
-// by position between the ones that do (atm2d's red and black ranks run their time steps from different
-// lines). Unmatched loops become new nodes. A shape without some loop (PGE2 at P = 2 has no pipelines
-// before its reduction loop) so no longer shifts the identity of the loops after it.
+// that share no call key add nothing), then the number of pairs: loops that share no call key still pair
+// up by position between the ones that do when they share a loose key, a call of the same kind and tag
+// (atm2d's red and black ranks run their time steps from different lines); a master's loop over its workers
+// and a worker's loop of results share neither and stay apart. Unmatched loops become new nodes. A shape
+// without some loop (PGE2 at P = 2 has no pipelines before its reduction loop) so no longer shifts the
+// identity of the loops after it.
 class LoopMatcher {
  public:
-  // The loop node of each of one shape's loops (given by their body key sets, in program order).
-  std::vector<std::size_t> match(const std::vector<std::set<std::uint64_t>>& loops) {
+  // The loop node of each of one shape's loops (given by their body key sets and loose key sets, in program
+  // order).
+  std::vector<std::size_t> match(const std::vector<std::set<std::uint64_t>>& loops,
+                                 const std::vector<std::set<std::uint64_t>>& loose) {
     const std::size_t n = loops.size(), m = order_.size();
     using Score = std::pair<double, std::size_t>;  // (summed similarity, pairs), compared in that order
     auto plus = [](const Score& a, double sim) { return Score{a.first + sim, a.second + 1}; };
     // best[i][j]: the best alignment of loops i.. with nodes j.. (ties: pair with the earliest node)
     std::vector<std::vector<Score>> best(n + 1, std::vector<Score>(m + 1, Score{0.0, 0}));
     std::vector<std::vector<double>> sim(n, std::vector<double>(m, 0.0));
+    std::vector<std::vector<bool>> pairs(n, std::vector<bool>(m, false));
     for (std::size_t i = n; i-- > 0;)
       for (std::size_t j = m; j-- > 0;) {
         sim[i][j] = key_similarity(loops[i], keys_[order_[j]]);
-        best[i][j] = std::max({best[i + 1][j], best[i][j + 1], plus(best[i + 1][j + 1], sim[i][j])});
+        pairs[i][j] = sim[i][j] > 0 || key_similarity(loose[i], loose_[order_[j]]) > 0;
+        best[i][j] = std::max(best[i + 1][j], best[i][j + 1]);
+        if (pairs[i][j]) best[i][j] = std::max(best[i][j], plus(best[i + 1][j + 1], sim[i][j]));
       }
     std::vector<std::size_t> matched(n, SIZE_MAX);  // position in order_ of each loop's node
     for (std::size_t i = 0, j = 0; i < n && j < m;) {
-      if (best[i][j] == plus(best[i + 1][j + 1], sim[i][j])) {
+      if (pairs[i][j] && best[i][j] == plus(best[i + 1][j + 1], sim[i][j])) {
         matched[i++] = j++;
       } else if (best[i][j] == best[i][j + 1]) {
         ++j;
@@ -184,6 +200,7 @@ class LoopMatcher {
       if (matched[i] == SIZE_MAX) {
         ids[i] = keys_.size();
         keys_.emplace_back();
+        loose_.emplace_back();
         merged.push_back(ids[i]);
         continue;
       }
@@ -192,12 +209,16 @@ class LoopMatcher {
     }
     for (; j < m; ++j) merged.push_back(order_[j]);
     order_ = std::move(merged);
-    for (std::size_t i = 0; i < n; ++i) keys_[ids[i]].insert(loops[i].begin(), loops[i].end());
+    for (std::size_t i = 0; i < n; ++i) {
+      keys_[ids[i]].insert(loops[i].begin(), loops[i].end());
+      loose_[ids[i]].insert(loose[i].begin(), loose[i].end());
+    }
     return ids;
   }
 
  private:
   std::vector<std::set<std::uint64_t>> keys_;  // per loop node: the body keys of every loop matched with it
+  std::vector<std::set<std::uint64_t>> loose_; // per loop node: their loose keys
   std::vector<std::size_t> order_;             // the loop nodes in program order, as far as shapes tell
 };
 
@@ -432,10 +453,13 @@ std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_sh
     const Seq& rep = *inputs[in].seqs.front();
     Walk& w = walks[in];
     w.units = units_of(rep);
-    std::vector<std::set<std::uint64_t>> loop_keys;
+    std::vector<std::set<std::uint64_t>> loop_keys, loose_keys;
     for (const Unit& u : w.units)
-      if (u.type == UNode::Type::LOOP) collect_body_keys(std::get<Loop>(rep[u.node].op).body, loop_keys.emplace_back());
-    const std::vector<std::size_t> loop_ids = loops.match(loop_keys);
+      if (u.type == UNode::Type::LOOP) {
+        collect_body_keys(std::get<Loop>(rep[u.node].op).body, loop_keys.emplace_back());
+        collect_loose_keys(std::get<Loop>(rep[u.node].op).body, loose_keys.emplace_back());
+      }
+    const std::vector<std::size_t> loop_ids = loops.match(loop_keys, loose_keys);
     std::map<std::uint64_t, std::size_t> since_anchor;
     std::size_t anchor = SIZE_MAX, loop = 0;
     for (const Unit& u : w.units) {
@@ -2337,9 +2361,13 @@ class Builder {
     const std::string b = exact(base), a = exact(step), l = exact(len), off = exact(offset);
     if (b.empty() || a.empty() || l.empty() || off.empty()) return "";
     const std::string& k = loop_vars_.back();
-    std::string t = "floor(" + (off == "0" ? k : "(" + k + " + " + off + ")") + " / (" + l + "))";
-    if (a != "1") t = "(" + a + ")*" + t;
-    if (b != "0") t = "(" + b + ") + " + t;
+    auto atom = [](const std::string& x) {  // a number or a name needs no parentheses
+      return x.find_first_not_of("0123456789.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_") == std::string::npos;
+    };
+    const std::string shifted = off == "0" ? k : k + " + " + off;
+    std::string t = l == "1" ? shifted : "floor(" + (off == "0" ? k : "(" + shifted + ")") + " / " + (atom(l) ? l : "(" + l + ")") + ")";
+    if (a != "1") t = (atom(a) ? a : "(" + a + ")") + "*" + (t == shifted && off != "0" ? "(" + t + ")" : t);
+    if (b != "0") t = (atom(b) ? b : "(" + b + ")") + " + " + t;
     // the check: the text as the replay engine reads it, at every iteration of every rank
     SymbolTable sym;
     sym.add("P");
@@ -2618,6 +2646,8 @@ BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOpti
       }
     }
     neighbour_lists = tag_neighbour_lists(ps, folded);
+    // runs of calls over consecutive ranks (a root's sends to every rank)
+    index_call_runs(folded, [&](std::uint64_t site) { return neighbour_lists.by_site.count(site) > 0; });
     if (!neighbour_lists.by_site.empty() && options.stack_regions) {
       // regions from call-site stacks open and close around the calls of a list (a function called between
       // them), so that ranks with different lists fold and align the rest differently (hpcg): without them

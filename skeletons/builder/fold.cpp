@@ -1,6 +1,7 @@
 #include "skeletons/builder/fold.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -910,7 +911,71 @@ void index_loops(Seq& s) {
   }
 }
 
+// index_call_runs on s, inner loops first: every maximal run of at least two units [gap, call] of compatible calls
+// is merged when its numbers step (merge_loops) and `apply` says so for its call site; `record` (when given)
+// notes per site whether every run so far stepped. True when something changed.
+bool index_runs(Seq& s, const std::function<bool(std::uint64_t)>& apply, std::map<std::uint64_t, bool>* record) {
+  bool changed = false;
+  for (Node& n : s)
+    if (auto* l = std::get_if<Loop>(&n.op); l && index_runs(l->body, apply, record)) {
+      rehash(n);
+      changed = true;
+    }
+  auto call_at = [&](std::size_t i) -> const Call* {
+    return i + 1 < s.size() && std::holds_alternative<Compute>(s[i].op) ? std::get_if<Call>(&s[i + 1].op) : nullptr;
+  };
+  for (std::size_t i = 0; i + 3 < s.size(); ++i) {
+    const Call* c = call_at(i);
+    if (!c || trace::is_annotation(c->kind) || c->iter) continue;
+    std::size_t m = 1;  // units [gap, call] from i
+    while (const Call* d = call_at(i + 2 * m)) {
+      if (!call_compatible(*c, *d)) break;
+      ++m;
+    }
+    if (m < 2) continue;
+    const std::uint64_t site = c->site;
+    Seq units;
+    for (std::size_t t = 0; t < m; ++t) {
+      Loop one;
+      one.count = 1;
+      one.body = {s[i + 2 * t], s[i + 2 * t + 1]};
+      Node u;
+      u.op = std::move(one);
+      rehash(u);
+      units.push_back(std::move(u));
+    }
+    const bool steps = merge_loops(units, 0, m);
+    if (record) {
+      auto [it, fresh] = record->emplace(site, steps);
+      if (!fresh) it->second = it->second && steps;
+    }
+    if (!steps || !apply(site)) {
+      i += 2 * m - 2;  // past the run (the loop's ++i adds the rest)
+      continue;
+    }
+    s[i] = std::move(units.front());
+    s.erase(s.begin() + static_cast<std::ptrdiff_t>(i + 1), s.begin() + static_cast<std::ptrdiff_t>(i + 2 * m));
+    changed = true;
+  }
+  return changed;
+}
+
 }  // namespace
+
+void index_call_runs(std::vector<std::vector<RankProgram>>& folded, const std::function<bool(std::uint64_t)>& skip) {
+  std::map<std::uint64_t, bool> steps;  // call site -> every run of its calls steps, in every rank of every run
+  for (const auto& ranks : folded)
+    for (const RankProgram& rp : ranks) {
+      Seq copy = rp.seq;
+      index_runs(copy, [](std::uint64_t) { return false; }, &steps);
+    }
+  auto apply = [&](std::uint64_t site) {
+    const auto it = steps.find(site);
+    return it != steps.end() && it->second && !skip(site);
+  };
+  for (auto& ranks : folded)
+    for (RankProgram& rp : ranks) index_runs(rp.seq, apply, nullptr);
+}
 
 RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options) {
   using trace::Kind;

@@ -9,6 +9,7 @@
 #include "skeletons/trace/trace.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -178,6 +179,17 @@ struct RankProgram {
  *  shortest sequence containing every iteration's, the parts some iterations skip being `branch` loops
  *  (each part run by the same iterations; else, or when a part is only compute, it stays as folded). */
 RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options = {});
+
+/** @brief Runs of calls from one call site that differ only in numbers that step with their place in the run
+ *  (`for (i = 1; i < P; ++i) MPI_Send(..., i, ...)`: a root's sends to every other rank, a master's tasks to
+ *  its workers) become one indexed loop (as FoldOptions::index_loops makes of consecutive loops): units
+ *  [gap, call] of compatible calls, at least two, whose peers, tags, sizes and roots are step functions of the
+ *  unit's index (step_form). Unfolded, each call would be a place of its own, aligned across runs by
+ *  occurrence, with conditions on P that only fit the traced runs. A call site is indexed only when every such
+ *  run of its calls, in every rank of every run (`folded[run][rank]`), steps: numbers that step by accident at
+ *  some ranks (a loop over the dimensions of a grid, `Cart_shift` peers) stay as they are. Calls at sites for
+ *  which `skip` is true (neighbour lists, neighbours.hpp) are left alone. */
+void index_call_runs(std::vector<std::vector<RankProgram>>& folded, const std::function<bool(std::uint64_t)>& skip);
 
 /** @brief The shape of a folded sequence: its structure without numbers (kinds, call sites,
  *  communicators, wildcards, loop nesting; not counts, peers, sizes, tags or times), the key under

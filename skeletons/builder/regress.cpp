@@ -1594,7 +1594,7 @@ std::optional<Outcome> fit_exact_share(const Data& d, const Probes& pr, const Fi
   for (Feature& f : scale_features(d.params))
     if (f.integer_valued()) divisors.push_back(std::move(f));
   std::optional<Outcome> best;
-  std::size_t best_complexity = 0;
+  std::pair<std::size_t, std::size_t> best_complexity{0, 0};  // feature factors, then coefficients
   for (const Feature& D : divisors) {
     for (int s : {-1, 1}) {
       // Z's interval per run
@@ -1631,13 +1631,16 @@ std::optional<Outcome> fit_exact_share(const Data& d, const Probes& pr, const Fi
       for (Point& p : dd.points) p.d = p.y != 0 ? std::fabs(p.y) : (dd.mean_abs > 0 ? dd.mean_abs : 1.0);
       const ExactSpace sp = exact_space(dd, pr, false);
       std::vector<ExactModel> models = exact_models(dd, sp, o.max_terms);
-      // with fewer pinned runs than a model's coefficients + 1, the runs that bound Z to a range must confirm it
+      // Z counts items: integer coefficients; with fewer pinned runs than a model's coefficients + 1, the runs
+      // that bound Z to a range must confirm it
       std::erase_if(models, [&](const ExactModel& m) {
+        for (const Coef& c : m.coefs)
+          if (!integral(c.value)) return true;
         if (dd.points.size() >= m.cols.size() + 1) return false;
         return loose.size() + dd.points.size() < m.cols.size() + 2;
       });
       if (models.empty()) continue;
-      const std::size_t complexity = models.front().complexity();
+      const std::pair<std::size_t, std::size_t> complexity{models.front().complexity(), models.front().cols.size()};
       if (best && complexity >= best_complexity) continue;
       const std::string Dt = D.text(), op = s < 0 ? " - rank" : " + rank";
       auto wrap = [&](Candidate& c) {
