@@ -148,7 +148,7 @@ double key_similarity(const std::set<std::uint64_t>& a, const std::set<std::uint
 // The loose identity of a call: its kind and tag only (loops from different lines that do the same thing).
 void collect_loose_keys(const Seq& s, std::set<std::uint64_t>& keys) {
   for (const Node& n : s) {
-    if (const auto* c = std::get_if<Call>(&n.op))
+    if (const auto* c = std::get_if<Call>(&n.op); c && !trace::is_annotation(c->kind))  // (a loop's name ids are per rank)
       keys.insert((static_cast<std::uint64_t>(c->kind) << 32) ^ static_cast<std::uint32_t>(c->tag));
     else if (const auto* l = std::get_if<Loop>(&n.op)) collect_loose_keys(l->body, keys);
   }
@@ -2326,6 +2326,7 @@ class Builder {
     };
     std::vector<Obs> obs;
     std::vector<Sample> base, step, len, offset;
+    std::vector<Sample> low, start, cstep, period;  // cycle_form's, of the occurrences that wrap
     for (const Occ& o : u.occ)
       for (std::size_t k = 0; k < o.nodes.size(); ++k) {
         const Member& m = members_[shapes_[o.shape][k]];
@@ -2335,9 +2336,15 @@ class Builder {
         else x.values = {scalar(c)};
         if (ranked)
           for (std::int64_t& r : x.values) r = topo_->to_comm_rank(trun(m), m.rank, c.comm, static_cast<int>(r));
-        if (x.values.size() > 1) {
+        if (x.values.size() > 1 && !step_form(x.values)) {
+          const std::optional<Cycle> cy = cycle_form(x.values);
+          if (!cy) return "";
+          low.push_back({x.vars, static_cast<double>(cy->low), m.run->name});
+          start.push_back({x.vars, static_cast<double>(cy->start), m.run->name});
+          cstep.push_back({x.vars, static_cast<double>(cy->step), m.run->name});
+          period.push_back({x.vars, static_cast<double>(cy->period), m.run->name});
+        } else if (x.values.size() > 1) {
           const std::optional<Steps> st = step_form(x.values);
-          if (!st) return "";
           base.push_back({x.vars, static_cast<double>(st->base), m.run->name});
           step.push_back({x.vars, static_cast<double>(st->step), m.run->name});
           len.push_back({x.vars, static_cast<double>(st->len), m.run->name});
@@ -2358,16 +2365,26 @@ class Builder {
       if (g.exact && !has_decimal_literal(g.expr)) return g.expr;
       return decomposition_fit(smp, params_);
     };
-    const std::string b = exact(base), a = exact(step), l = exact(len), off = exact(offset);
-    if (b.empty() || a.empty() || l.empty() || off.empty()) return "";
     const std::string& k = loop_vars_.back();
     auto atom = [](const std::string& x) {  // a number or a name needs no parentheses
       return x.find_first_not_of("0123456789.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_") == std::string::npos;
     };
-    const std::string shifted = off == "0" ? k : k + " + " + off;
-    std::string t = l == "1" ? shifted : "floor(" + (off == "0" ? k : "(" + shifted + ")") + " / " + (atom(l) ? l : "(" + l + ")") + ")";
-    if (a != "1") t = (atom(a) ? a : "(" + a + ")") + "*" + (t == shifted && off != "0" ? "(" + t + ")" : t);
-    if (b != "0") t = (atom(b) ? b : "(" + b + ")") + " + " + t;
+    auto par = [&](const std::string& x) { return atom(x) ? x : "(" + x + ")"; };
+    std::string t;
+    if (!low.empty()) {  // low + (start + step*k) % period
+      const std::string lo = exact(low), st = exact(start), sp = exact(cstep), pe = exact(period);
+      if (lo.empty() || st.empty() || sp.empty() || pe.empty()) return "";
+      const std::string kk = sp == "1" ? k : par(sp) + "*" + k;
+      t = "(" + (st == "0" ? kk : st + " + " + kk) + ") % " + par(pe);
+      if (lo != "0") t = par(lo) + " + " + t;
+    } else {
+      const std::string b = exact(base), a = exact(step), l = exact(len), off = exact(offset);
+      if (b.empty() || a.empty() || l.empty() || off.empty()) return "";
+      const std::string shifted = off == "0" ? k : k + " + " + off;
+      t = l == "1" ? shifted : "floor(" + (off == "0" ? k : "(" + shifted + ")") + " / " + par(l) + ")";
+      if (a != "1") t = par(a) + "*" + (t == shifted && off != "0" ? "(" + t + ")" : t);
+      if (b != "0") t = par(b) + " + " + t;
+    }
     // the check: the text as the replay engine reads it, at every iteration of every rank
     SymbolTable sym;
     sym.add("P");

@@ -427,6 +427,78 @@ std::vector<std::size_t> embed(const Units& sub, const Units& super) {
   return pos;
 }
 
+bool bodies_compatible(const Seq& a, const Seq& b);
+bool merge_loops(Seq& s, std::size_t a, std::size_t b);
+
+// The iterations of an annotated loop's nodes in the order they ran: loops of iterations (folded by a period,
+// as a master's tasks to its P - 1 workers in turn) unrolled `count` times, the repeats without statistics
+// (the loop's nodes have them all); false when the nodes do not cut at iteration starts or there are more
+// than `cap` iterations.
+bool expand_iterations(const Seq& s, std::int32_t tag, bool stats, std::vector<Seq>& out, std::size_t cap) {
+  auto copy = [&](const Node& n) {
+    Node x = n;
+    if (!stats) clear_stats(x);
+    return x;
+  };
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const Node& n = s[i];
+    if (is_iter(n, tag) || (std::holds_alternative<Compute>(n.op) && i + 1 < s.size() && is_iter(s[i + 1], tag))) {
+      out.push_back({copy(n)});
+      if (!is_iter(n, tag)) out.back().push_back(copy(s[++i]));
+      if (out.size() > cap) return false;
+      continue;
+    }
+    if (const auto* l = std::get_if<Loop>(&n.op); l && contains_iter(l->body, tag)) {
+      if (l->branch || !starts_iteration(l->body, tag) || l->count > cap) return false;
+      for (std::uint64_t r = 0; r < l->count; ++r)
+        if (!expand_iterations(l->body, tag, stats && r == 0, out, cap)) return false;
+      continue;
+    }
+    if (out.empty()) return false;
+    out.back().push_back(copy(n));
+  }
+  return true;
+}
+
+// The annotated loop's iterations s[first, b) as one indexed loop (merge_loops) when they are the same but for
+// numbers that step or cycle with the iteration (step_form, cycle_form): the loop the program wrote, whose
+// peers a folding by period or per peer would cut apart; a single iteration as a loop of one. False (s
+// unchanged) otherwise.
+bool index_annotated_loop(Seq& s, std::size_t first, std::size_t b, std::int32_t tag) {
+  constexpr std::size_t CAP = 4096;
+  const Seq region(s.begin() + static_cast<std::ptrdiff_t>(first), s.begin() + static_cast<std::ptrdiff_t>(b));
+  std::vector<Seq> its;
+  if (!expand_iterations(region, tag, true, its, CAP) || its.empty()) return false;
+  if (its.size() == 1) {  // a loop that ran once (a master with one worker) is still the program's loop
+    if (region.size() == 1 && std::holds_alternative<Loop>(region.front().op)) return false;
+    Loop one;
+    one.count = 1;
+    one.body = std::move(its.front());
+    Node u;
+    u.op = std::move(one);
+    rehash(u);
+    s.erase(s.begin() + static_cast<std::ptrdiff_t>(first), s.begin() + static_cast<std::ptrdiff_t>(b));
+    s.insert(s.begin() + static_cast<std::ptrdiff_t>(first), std::move(u));
+    return true;
+  }
+  for (const Seq& it : its)
+    if (!bodies_compatible(its.front(), it)) return false;
+  Seq tmp;
+  for (Seq& it : its) {
+    Loop one;
+    one.count = 1;
+    one.body = std::move(it);
+    Node u;
+    u.op = std::move(one);
+    rehash(u);
+    tmp.push_back(std::move(u));
+  }
+  if (!merge_loops(tmp, 0, tmp.size())) return false;
+  s.erase(s.begin() + static_cast<std::ptrdiff_t>(first), s.begin() + static_cast<std::ptrdiff_t>(b));
+  s.insert(s.begin() + static_cast<std::ptrdiff_t>(first), std::move(tmp.front()));
+  return true;
+}
+
 // One annotated loop's nodes s[a + 1, b) (between its LOOP_BEGIN and LOOP_END) as one loop with branches,
 // when its iterations differ by parts that some of them skip; false (s unchanged) otherwise.
 bool branch_annotated_loop(Seq& s, std::size_t a, std::size_t b, std::int32_t tag) {
@@ -437,6 +509,7 @@ bool branch_annotated_loop(Seq& s, std::size_t a, std::size_t b, std::int32_t ta
   if (first == b) return false;
   // the compute gap before LOOP_END follows the last iteration: it stays after the loop too
   if (b > first + 1 && std::holds_alternative<Compute>(s[b - 1].op)) --b;
+  if (index_annotated_loop(s, first, b, tag)) return true;
   if (first + 1 == b && std::holds_alternative<Loop>(s[first].op)) return false;  // folded already
   const Seq region(s.begin() + static_cast<std::ptrdiff_t>(first), s.begin() + static_cast<std::ptrdiff_t>(b));
   std::vector<Iteration> its;
@@ -582,6 +655,27 @@ std::optional<Steps> step_form(const std::vector<std::int64_t>& v) {
   return Steps{runs[0].first, step, len, len - runs[0].second};
 }
 
+std::optional<Cycle> cycle_form(const std::vector<std::int64_t>& v) {
+  if (v.size() < 3) return std::nullopt;
+  std::int64_t step = 0, drop = 0;  // the two differences of consecutive values: the step, and where it wraps
+  for (std::size_t k = 1; k < v.size(); ++k) {
+    const std::int64_t d = v[k] - v[k - 1];
+    std::int64_t& slot = d > 0 ? step : drop;
+    if (d == 0 || (slot != 0 && slot != d)) return std::nullopt;
+    slot = d;
+  }
+  if (step == 0 || drop == 0) return std::nullopt;
+  Cycle c;
+  c.step = step;
+  c.period = step - drop;
+  c.low = *std::min_element(v.begin(), v.end());  // a cycle that wraps visits its lowest value
+  c.start = v[0] - c.low;
+  if (c.start >= c.period) return std::nullopt;
+  for (std::size_t k = 0; k < v.size(); ++k)
+    if (v[k] != c.low + (c.start + c.step * static_cast<std::int64_t>(k)) % c.period) return std::nullopt;
+  return c;
+}
+
 namespace {
 
 // Calls at one place of consecutive loops' bodies that may be one call whose numbers change with the iteration.
@@ -605,7 +699,7 @@ bool bodies_compatible(const Seq& a, const Seq& b) {
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (a[i].op.index() != b[i].op.index()) return false;
     if (const auto* c = std::get_if<Call>(&a[i].op)) {
-      if (!call_compatible(*c, std::get<Call>(b[i].op))) return false;
+      if (trace::is_annotation(c->kind) ? !same(a[i], b[i]) : !call_compatible(*c, std::get<Call>(b[i].op))) return false;
     } else if (std::holds_alternative<Loop>(a[i].op)) {
       if (!same(a[i], b[i]) || has_indexed(std::get<Loop>(a[i].op).body)) return false;
     }
@@ -635,7 +729,7 @@ bool merge_loops(Seq& s, std::size_t a, std::size_t b) {
         out.insert(out.end(), l.count, x);
       }
       if (!differs) out.clear();
-      return out.empty() || step_form(out).has_value();
+      return out.empty() || step_form(out).has_value() || cycle_form(out).has_value();
     };
     if (!field(iv.peer, [](const Call& x) { return std::int64_t{x.peer}; }) ||
         !field(iv.tag, [](const Call& x) { return std::int64_t{x.tag}; }) ||

@@ -52,6 +52,15 @@ struct Steps {
  *  progression. */
 std::optional<Steps> step_form(const std::vector<std::int64_t>& v);
 
+/** @brief A value that goes round a cycle with the iteration index k: low + (start + step * k) % period, period
+ *  >= 2, 0 <= start < period, 0 < step < period (a master's tasks to worker 1 + k % (P - 1), a pairwise
+ *  exchange's partner (rank + 1 + k) % P). */
+struct Cycle {
+  std::int64_t low = 0, start = 0, step = 1, period = 2;
+};
+/** @brief The cycle that gives v[k] for every k, when v wraps at least once (else step_form says it). */
+std::optional<Cycle> cycle_form(const std::vector<std::int64_t>& v);
+
 /** @brief One MPI call (or annotation) of a rank, with everything that makes two calls the same. */
 struct Call {
   trace::Kind kind{};
