@@ -296,4 +296,55 @@ TEST(FoldTest, ConsecutiveLoopsWhoseRootStepsWithTheIterationBecomeOneIndexedLoo
   EXPECT_FALSE(mksim::skeletons::builder::step_form({5, 5, 5}).has_value());
 }
 
+// A master's tasks to its workers in turn, in an annotated loop (`for t < 2W: MPI_Isend(1 + t % W)`): folding by
+// period made loop 2 { W sends } and the builder one place per worker; the annotation says it is one loop, and
+// its peers cycle with the index (cycle_form), so it is one indexed loop of 2W iterations. A loop that ran once
+// stays a loop of one (the same program at P = 2).
+TEST(FoldTest, AnnotatedLoopWhosePeerCyclesIsOneIndexedLoop) {
+  auto make = [](int W, int rounds) {
+    Writer w;
+    w.call(Kind::INIT, 1, -1, -1, 0, 0);
+    w.call(Kind::LOOP_BEGIN, 20, -1, 0);
+    for (int t = 0; t < rounds * W; ++t) {
+      w.call(Kind::LOOP_ITER, 21, -1, 0, t);
+      w.call(Kind::ISEND, 2, 1 + t % W, 2, 64);
+    }
+    w.call(Kind::LOOP_END, 22, -1, 0);
+    w.call(Kind::FINALIZE, 4);
+    return fold_rank(w.t);
+  };
+  const auto p = make(3, 2);
+  const std::string text = mksim::skeletons::builder::to_text(p.seq);
+  const Node* found = nullptr;
+  for (const Node& n : p.seq)
+    if (std::holds_alternative<Loop>(n.op)) found = &n;
+  ASSERT_NE(found, nullptr) << text;
+  const Loop& l = std::get<Loop>(found->op);
+  EXPECT_TRUE(l.indexed) << text;
+  EXPECT_EQ(l.count, 6u) << text;
+  const Call* send = nullptr;
+  for (const Node& n : l.body)
+    if (const auto* c = std::get_if<Call>(&n.op); c && c->kind == Kind::ISEND) send = c;
+  ASSERT_TRUE(send && send->iter) << text;
+  EXPECT_EQ(send->iter->peer, (std::vector<std::int64_t>{1, 2, 3, 1, 2, 3}));
+  const auto cy = mksim::skeletons::builder::cycle_form(send->iter->peer);
+  ASSERT_TRUE(cy.has_value());
+  EXPECT_EQ(cy->low, 1);
+  EXPECT_EQ(cy->start, 0);
+  EXPECT_EQ(cy->step, 1);
+  EXPECT_EQ(cy->period, 3);
+  // one worker: one iteration, still a loop
+  const auto one = make(1, 1);
+  bool loop = false;
+  for (const Node& n : one.seq) loop = loop || std::holds_alternative<Loop>(n.op);
+  EXPECT_TRUE(loop) << mksim::skeletons::builder::to_text(one.seq);
+  // a pairwise exchange's partner at rank 2 of 5: (rank + 1 + k) % P
+  const auto pw = mksim::skeletons::builder::cycle_form({3, 4, 0, 1});
+  ASSERT_TRUE(pw.has_value());
+  EXPECT_EQ(pw->low + pw->start, 3);
+  EXPECT_EQ(pw->period, 5);
+  EXPECT_FALSE(mksim::skeletons::builder::cycle_form({1, 2, 3}).has_value());     // no wrap: step_form's
+  EXPECT_FALSE(mksim::skeletons::builder::cycle_form({1, 2, 0, 2}).has_value());  // not one cycle
+}
+
 }  // namespace
