@@ -1007,8 +1007,9 @@ void index_loops(Seq& s) {
 
 // index_call_runs on s, inner loops first: every maximal run of at least two units [gap, call] of compatible calls
 // is merged when its numbers step (merge_loops) and `apply` says so for its call site; `record` (when given)
-// notes per site whether every run so far stepped. True when something changed.
-bool index_runs(Seq& s, const std::function<bool(std::uint64_t)>& apply, std::map<std::uint64_t, bool>* record) {
+// notes per site whether every run so far stepped, and the longest run. True when something changed.
+bool index_runs(Seq& s, const std::function<bool(std::uint64_t)>& apply,
+                std::map<std::uint64_t, std::pair<bool, std::size_t>>* record) {
   bool changed = false;
   for (Node& n : s)
     if (auto* l = std::get_if<Loop>(&n.op); l && index_runs(l->body, apply, record)) {
@@ -1040,8 +1041,8 @@ bool index_runs(Seq& s, const std::function<bool(std::uint64_t)>& apply, std::ma
     }
     const bool steps = merge_loops(units, 0, m);
     if (record) {
-      auto [it, fresh] = record->emplace(site, steps);
-      if (!fresh) it->second = it->second && steps;
+      auto [it, fresh] = record->emplace(site, std::pair{steps, m});
+      if (!fresh) it->second = {it->second.first && steps, std::max(it->second.second, m)};
     }
     if (!steps || !apply(site)) {
       i += 2 * m - 2;  // past the run (the loop's ++i adds the rest)
@@ -1057,7 +1058,8 @@ bool index_runs(Seq& s, const std::function<bool(std::uint64_t)>& apply, std::ma
 }  // namespace
 
 void index_call_runs(std::vector<std::vector<RankProgram>>& folded, const std::function<bool(std::uint64_t)>& skip) {
-  std::map<std::uint64_t, bool> steps;  // call site -> every run of its calls steps, in every rank of every run
+  // call site -> (every run of its calls steps, in every rank of every run; the longest run)
+  std::map<std::uint64_t, std::pair<bool, std::size_t>> steps;
   for (const auto& ranks : folded)
     for (const RankProgram& rp : ranks) {
       Seq copy = rp.seq;
@@ -1065,7 +1067,8 @@ void index_call_runs(std::vector<std::vector<RankProgram>>& folded, const std::f
     }
   auto apply = [&](std::uint64_t site) {
     const auto it = steps.find(site);
-    return it != steps.end() && it->second && !skip(site);
+    // a run of two everywhere is a pair of neighbours (west and east from one line), not a loop over ranks
+    return it != steps.end() && it->second.first && it->second.second >= 3 && !skip(site);
   };
   for (auto& ranks : folded)
     for (RankProgram& rp : ranks) index_runs(rp.seq, apply, nullptr);

@@ -195,8 +195,9 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options 
  *  [gap, call] of compatible calls, at least two, whose peers, tags, sizes and roots are step functions of the
  *  unit's index (step_form). Unfolded, each call would be a place of its own, aligned across runs by
  *  occurrence, with conditions on P that only fit the traced runs. A call site is indexed only when every such
- *  run of its calls, in every rank of every run (`folded[run][rank]`), steps: numbers that step by accident at
- *  some ranks (a loop over the dimensions of a grid, `Cart_shift` peers) stay as they are. Calls at sites for
+ *  run of its calls, in every rank of every run (`folded[run][rank]`), steps, and some run has at least three
+ *  calls: numbers that step by accident at some ranks (a loop over the dimensions of a grid, `Cart_shift` peers)
+ *  and pairs (the west and east neighbours from one line) stay as they are. Calls at sites for
  *  which `skip` is true (neighbour lists, neighbours.hpp) are left alone. */
 void index_call_runs(std::vector<std::vector<RankProgram>>& folded, const std::function<bool(std::uint64_t)>& skip);
 
