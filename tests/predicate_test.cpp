@@ -357,6 +357,21 @@ TEST(PredicateGrid, AConditionOnPAloneNonSquareGrid) {
   for (int P : {32, 64, 128}) EXPECT_EQ(predicate_members(g.text, {{"P", P}}), truth_at(P, non_square)) << g.text << " P=" << P;
 }
 
+TEST(PredicateGrid, AConditionOnPAloneTheRunsOfMoreThanOneRank) {
+  // LULESH's halo MPI_Waitall, run by every rank except at P = 1 (no neighbour), traced at the cubes 1, 8, 27:
+  // "P > 1", not a comparison of sides that separates these P only (dims(P, 2, 0) > dims(P, 2, 1) is false at
+  // 64 = 8 x 8), nor "rank > 0 || rank < P - 1" (two atoms); and the P = 1 run's own part: "P == 1".
+  const Truth more = [](int P, int) { return P > 1; };
+  const Truth one = [](int P, int) { return P == 1; };
+  for (const Truth& t : {more, one}) {
+    const auto runs = label({1, 8, 27}, t);
+    const GroupPredicate g = find_group_predicate(runs);
+    expect_fits(g, runs);
+    EXPECT_EQ(g.text, t(8, 0) ? "P > 1" : "P == 1");
+    for (int P : {2, 4, 16, 64, 125}) EXPECT_EQ(predicate_members(g.text, {{"P", P}}), truth_at(P, t)) << g.text << " P=" << P;
+  }
+}
+
 TEST(PredicateGrid, NoGridFitsSaysWhichWereTried) {
   const auto runs = label({8, 16}, [](int, int k) { return (k * 7919) % 13 < 3; });
   const GroupPredicate g = find_group_predicate(runs);

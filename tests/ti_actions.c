@@ -26,7 +26,7 @@ int main(int argc, char **argv)
     }
     smpi_execute_flops(1e6);
     usleep(2000); /* "sleep 0.002" with tracing/smpi/sleeping */
-    /* point to point: sendrecv, waitany, test, testall, testany, testsome, ssend, rsend, bsend, any source */
+    /* point to point: sendrecv, waitany, test, testall, testany, testsome, waitall, ssend, rsend, bsend, any source */
     MPI_Sendrecv(buf, 3, MPI_DOUBLE, right, 7, rbuf, 3, MPI_DOUBLE, left, 7, MPI_COMM_WORLD, &st[0]);
     MPI_Irecv(rbuf, 5, MPI_INT, left, 8, MPI_COMM_WORLD, &q[0]);
     MPI_Isend(buf, 5, MPI_INT, right, 8, MPI_COMM_WORLD, &q[1]);
@@ -53,6 +53,11 @@ int main(int argc, char **argv)
         if (out == MPI_UNDEFINED) break;
         n += out;
     }
+    /* MPI_Waitall of the sends only, the receive waited after it (LULESH's halos): SMPI writes "waitall 1" */
+    MPI_Irecv(rbuf, 5, MPI_INT, left, 16, MPI_COMM_WORLD, &q[0]);
+    MPI_Isend(buf, 5, MPI_INT, right, 16, MPI_COMM_WORLD, &q[1]);
+    MPI_Waitall(1, &q[1], MPI_STATUSES_IGNORE);
+    MPI_Wait(&q[0], &st[0]);
     if (r % 2 == 0) {
         MPI_Ssend(buf, 1, MPI_DOUBLE, right, 13, MPI_COMM_WORLD);
         MPI_Recv(rbuf, 1, MPI_DOUBLE, left, 13, MPI_COMM_WORLD, &st[0]);

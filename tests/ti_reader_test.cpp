@@ -127,6 +127,16 @@ void expect_requests_tied(const mksim::trace::RankTrace& t) {
   EXPECT_TRUE(open.empty()) << t.file << ": requests never completed";
 }
 
+// read_ti_run must throw TraceError whose message contains `what`
+void expect_error(const std::string& idx, const std::string& what) {
+  try {
+    (void)mksim::trace::read_ti_run(idx);
+    ADD_FAILURE() << "no error, expected: " << what;
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << "got: " << e.what() << "\nexpected: " << what;
+  }
+}
+
 TEST_F(TiReaderTest, Atm2dUnderSmpi) {
   const std::string idx = run_ti(tmp_, "atm2d", 4, "64 10");
   if (idx.empty()) GTEST_SKIP() << "smpirun or the smpicc build of atm2d missing";
@@ -274,6 +284,63 @@ TEST_F(TiReaderTest, EveryAction) {
   EXPECT_EQ(run.ranks[0].events[23].request, 2u);
 }
 
+// `waitall n` says how many requests MPI_Waitall was given (null ones included), not which: LULESH's halo
+// (irecv from each neighbour, isend to each, MPI_Waitall of the sends, MPI_Wait of each receive, as smpirun
+// writes it for skeletons/apps/corpus/lulesh.c) completes the requests no later wait names; with more such
+// requests than the count it takes the oldest, with a warning.
+TEST_F(TiReaderTest, WaitallOfTheRequestsNoLaterWaitNames) {
+  write("r0.txt",
+        "0 init\n0 irecv 1 1024 3 0\n0 irecv 2 1024 1 0\n0 compute 10\n0 isend 1 1024 3 0\n0 isend 2 1024 1 0\n"
+        "0 waitall 2\n0 wait 1 0 1024\n0 wait 2 0 1024\n"
+        "0 isend 1 5 2 0\n0 waitall 3\n"                           // two null requests in the count
+        "0 isend 1 6 1 0\n0 waitall 1\n0 isend 1 6 2 0\n0 wait 0 1 6\n"  // the wait names the newer request
+        "0 irecv 2 8 1 0\n0 isend 2 8 4 0\n0 waitall 1\n0 waitall 1\n0 finalize\n");
+  write("r1.txt", "1 init\n1 finalize\n");
+  write("r2.txt", "2 init\n2 finalize\n");
+  const auto run = mksim::trace::read_ti_run(index({"r0.txt", "r1.txt", "r2.txt"}));
+  const auto& t = run.ranks[0];
+  expect_events(t, {{Kind::INIT},
+                    {Kind::IRECV, 1, 1024, 24},
+                    {Kind::IRECV, 2, 1024, 8},
+                    {Kind::ISEND, 1, 1024, 24},
+                    {Kind::ISEND, 2, 1024, 8},
+                    {Kind::WAITALL, -1, -1, 0, 2},
+                    {Kind::COMPLETE, 1, 1024, 24, 0},
+                    {Kind::COMPLETE, 2, 1024, 8, 0},
+                    {Kind::WAIT, -1, -1, 0, 1},
+                    {Kind::COMPLETE, 1, 1024, 24, 1},
+                    {Kind::WAIT, -1, -1, 0, 1},
+                    {Kind::COMPLETE, 2, 1024, 8, 1},
+                    {Kind::ISEND, 1, 5, 16},
+                    {Kind::WAITALL, -1, -1, 0, 1},
+                    {Kind::COMPLETE, 1, 5, 16, 0},
+                    {Kind::ISEND, 1, 6, 8},
+                    {Kind::WAITALL, -1, -1, 0, 1},
+                    {Kind::COMPLETE, 1, 6, 8, 0},
+                    {Kind::ISEND, 1, 6, 16},
+                    {Kind::WAIT, -1, -1, 0, 1},
+                    {Kind::COMPLETE, 1, 6, 16, 0},
+                    {Kind::IRECV, 2, 8, 8},
+                    {Kind::ISEND, 2, 8, 32},
+                    {Kind::WAITALL, -1, -1, 0, 1},
+                    {Kind::COMPLETE, 2, 8, 8, 1},
+                    {Kind::WAITALL, -1, -1, 0, 1},
+                    {Kind::COMPLETE, 2, 8, 32, 0},
+                    {Kind::FINALIZE}});
+  EXPECT_EQ(t.events[3].gap_flops, 10.0);
+  // each completion is of its request: the sends' by the waitall, the receives' by their waits
+  const std::vector<std::uint32_t> requests{3, 4, 1, 2};
+  for (std::size_t j = 0; j < requests.size(); ++j) EXPECT_EQ(t.events[j < 2 ? 6 + j : 9 + 2 * (j - 2)].request, requests[j]) << j;
+  expect_requests_tied(t);
+  ASSERT_EQ(run.warnings.size(), 1u) << ::testing::PrintToString(run.warnings);
+  EXPECT_NE(run.warnings[0].find("r0.txt: line 18: 'waitall': TI does not say which requests a waitall completed"), std::string::npos)
+      << run.warnings[0];
+  EXPECT_NE(run.warnings[0].find("(1 such line(s) in the run)"), std::string::npos) << run.warnings[0];
+  // still an error: more waits than requests (the waitall completed nothing: its count was a null request)
+  write("r0.txt", "0 init\n0 isend 1 5 2 0\n0 waitall 1\n0 wait 0 1 5\n0 wait 0 1 5\n0 finalize\n");
+  expect_error(index({"r0.txt", "r1.txt", "r2.txt"}), "r0.txt: line 5: wait for no pending request (source 0, destination 1, tag 5)");
+}
+
 // Every action SimGrid 3.32 writes for the calls of tests/ti_actions.c (every call the tracer knows, compute and
 // sleep) at P = 4, kept: each call an event of its kind with its sizes, compute as the next event's flops and sleep
 // as its seconds, requests tied to their completions, and what TI cannot say (sendRecv's tags, which request a
@@ -313,6 +380,14 @@ TEST_F(TiReaderTest, EveryActionOfARealProgramIsKept) {
                    Kind::ISSEND, Kind::FINALIZE})
       EXPECT_EQ(n[k], 1) << kind_name(k);
     EXPECT_EQ(n[Kind::WAITANY], 2);
+    EXPECT_EQ(n[Kind::WAITALL], 1);
+    // MPI_Waitall(1, the isend) then MPI_Wait(the irecv): the waitall completed the send
+    const auto wa = std::find_if(t.events.begin(), t.events.end(), [](const Event& e) { return e.kind == Kind::WAITALL; });
+    ASSERT_TRUE(wa != t.events.end() && wa + 1 != t.events.end());
+    EXPECT_EQ(wa->root, 1);
+    EXPECT_EQ((wa + 1)->kind, Kind::COMPLETE);
+    EXPECT_EQ((wa + 1)->root, 0);  // a send's
+    EXPECT_EQ((wa + 1)->tag, 16);
     EXPECT_GE(n[Kind::TESTANY], 2);
     EXPECT_EQ(n[Kind::BARRIER], 3);    // world, ibarrier, the dup's
     EXPECT_EQ(n[Kind::BCAST], 3);      // world, ibcast, the split's (which TI writes as one on world: root 0)
@@ -339,16 +414,6 @@ TEST_F(TiReaderTest, EveryActionOfARealProgramIsKept) {
   const auto unmatched = mksim::trace::unmatched_messages(run);
   ASSERT_EQ(unmatched.size(), 2u) << ::testing::PrintToString(unmatched);
   EXPECT_NE(unmatched[0].find("rank 0: receive from ANY_SOURCE, tag 14"), std::string::npos) << unmatched[0];
-}
-
-// read_ti_run must throw TraceError whose message contains `what`
-void expect_error(const std::string& idx, const std::string& what) {
-  try {
-    (void)mksim::trace::read_ti_run(idx);
-    ADD_FAILURE() << "no error, expected: " << what;
-  } catch (const TraceError& e) {
-    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << "got: " << e.what() << "\nexpected: " << what;
-  }
 }
 
 TEST_F(TiReaderTest, BadInput) {

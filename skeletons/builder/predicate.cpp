@@ -102,10 +102,14 @@ bool compare(double a, Op op, double b) {
 
 // Which scale terms a rank term is compared with: bounded terms only with what can matter to them.
 // Z is the third coordinate of a 3-D grid; DIAG the block diagonal of a non-square 2-D grid (compared
-// with 0 only); SIDE a grid side compared with another (a condition on P alone, such as "not square").
-enum class RankKind { ANY, REVERSE, X, Y, Z, BIT, DIAG, SIDE, OTHER };
+// with 0 only); SIDE a grid side compared with another (a condition on P alone, such as "not square"); RUN
+// P itself compared with 1 ("P > 1": what a run of one rank, which has no peer, skips, such as a halo's
+// MPI_Waitall; a side comparison that happens to separate P = 1 from the other traced P, such as
+// "dims(P, 2, 0) > dims(P, 2, 1)" at P = 1, 8, 27, is false at P = 64).
+enum class RankKind { ANY, REVERSE, X, Y, Z, BIT, DIAG, SIDE, RUN, OTHER };
 enum ScaleUse : unsigned {
-  FOR_ANY = 1, FOR_REVERSE = 2, FOR_X = 4, FOR_Y = 8, FOR_BIT = 16, FOR_OTHER = 32, FOR_Z = 64, FOR_DIAG = 128, FOR_SIDE = 256
+  FOR_ANY = 1, FOR_REVERSE = 2, FOR_X = 4, FOR_Y = 8, FOR_BIT = 16, FOR_OTHER = 32, FOR_Z = 64, FOR_DIAG = 128, FOR_SIDE = 256,
+  FOR_RUN = 512
 };
 enum class OpSet { ALL, CONSTANT, MINUS_ONE };  // constants: == != > <; q-1 next to q: == != < >=
 
@@ -191,6 +195,7 @@ class Vocabulary {
           if (u != "P" && u != "rank") rank_reads_params_ = true;
         rank.push_back({std::move(f), cost, kind});
       }
+      rank.push_back({Feature("P", names, true), 2, RankKind::RUN});
     } else {
       auto add_rank = [&](const std::string& text, double cost, RankKind kind) {
         rank.push_back({Feature(text, names, true), cost, kind});
@@ -202,13 +207,14 @@ class Vocabulary {
       add_rank("rank % 2", 3, RankKind::BIT);
       if (!grid->diag.empty()) add_rank(grid->diag, 7, RankKind::DIAG);
       if (grid->sides.size() == 2) add_rank(grid->sides[0], 4, RankKind::SIDE);
+      add_rank("P", 2, RankKind::RUN);
     }
     const unsigned all = FOR_ANY | FOR_REVERSE | FOR_X | FOR_Y | FOR_Z | FOR_OTHER;
     auto add = [&](const std::string& text, double cost, unsigned use, OpSet ops) {
       scale.push_back({Feature(text, names, true), cost, use, ops});
     };
     add("0", 1, all | FOR_BIT | FOR_DIAG, OpSet::CONSTANT);
-    add("1", 1.25, all | FOR_BIT, OpSet::CONSTANT);
+    add("1", 1.25, all | FOR_BIT | FOR_RUN, OpSet::CONSTANT);
     add("2", 4.25, all, OpSet::CONSTANT);
     add("3", 4.5, all, OpSet::CONSTANT);
     add("P", 1, FOR_ANY, OpSet::ALL);
@@ -238,6 +244,7 @@ class Vocabulary {
         if (rank[r].kind == RankKind::BIT && op != Op::EQ) continue;
         if (rank[r].kind == RankKind::DIAG && op != Op::EQ && op != Op::NE) continue;
         if (rank[r].kind == RankKind::SIDE && op != Op::EQ && op != Op::NE && op != Op::GT) continue;
+        if (rank[r].kind == RankKind::RUN && op != Op::EQ && op != Op::GT) continue;
         for (int q = 0; q < static_cast<int>(scale.size()); ++q) {
           const ScaleTerm& s = scale[q];
           if (!(s.use & need)) continue;
@@ -267,6 +274,7 @@ class Vocabulary {
       case RankKind::BIT: return FOR_BIT;
       case RankKind::DIAG: return FOR_DIAG;
       case RankKind::SIDE: return FOR_SIDE;
+      case RankKind::RUN: return FOR_RUN;
       case RankKind::OTHER: return FOR_OTHER;
     }
     return 0;

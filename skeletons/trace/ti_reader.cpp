@@ -98,8 +98,10 @@ struct Pending {
   std::uint32_t request = 0;
   std::size_t event = 0;
   bool collective = false;
-  std::string key;  // "src dst tag" as waits and tests name it (point-to-point)
+  std::string key;  // "src dst tag" as waits and tests name it (point-to-point), COLLECTIVE
 };
+
+const std::string COLLECTIVE = "collective";
 
 // What a rank file says that cannot be represented exactly, by kind: counts and the first line, for
 // Run::warnings (the reader says what it approximated instead of dropping it).
@@ -217,25 +219,92 @@ RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops, 
   auto key_of = [&](std::int32_t src, std::int32_t dst, std::int32_t tag) {
     return std::to_string(src) + " " + std::to_string(dst) + " " + std::to_string(tag);
   };
-  // Whether a later line names the request `key` (a wait or test of it) before a new request takes the key:
-  // then the test at line i did not complete it.
-  auto named_later = [&](std::size_t i, const std::string& key) {
-    for (std::size_t j = i + 1; j < lines.size(); ++j) {
+  // Which request a count-only completion (waitall n, waitAny, test*) took, TI does not say; the requests it
+  // cannot have taken are those a later wait or test names. By key ("src dst tag", COLLECTIVE for non-blocking
+  // collectives, whose waits have a negative tag), the lines that post (P), wait (W) or test (T) a request.
+  struct KeyLine {
+    std::size_t line;
+    char what;
+  };
+  std::map<std::string, std::vector<KeyLine>> key_lines;
+  {
+    const auto canonical = [](const std::string& s) {  // "007" and "7" name the same rank or tag
+      std::int64_t v = 0;
+      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      return ec == std::errc{} && end == s.data() + s.size() ? std::to_string(v) : s;
+    };
+    const std::string me = std::to_string(rank);
+    for (std::size_t j = 0; j < lines.size(); ++j) {
       const Line& l = lines[j];
       const std::string& a = l.tok[1];
-      if ((a == "wait" || a == "test") && l.fields() == 3 && l.tok[2] + " " + l.tok[3] + " " + l.tok[4] == key) return true;
-      if ((a == "isend" || a == "irecv" || a == "ISsend" || a == "issend" || a == "ibsend") && l.fields() == 4) {
+      if ((a == "wait" || a == "test") && l.fields() == 3) {
+        const std::string tag = canonical(l.tok[4]);
+        if (a == "wait" && !tag.empty() && tag[0] == '-') key_lines[COLLECTIVE].push_back({j, 'W'});
+        else key_lines[canonical(l.tok[2]) + " " + canonical(l.tok[3]) + " " + tag].push_back({j, a == "wait" ? 'W' : 'T'});
+      } else if ((a == "isend" || a == "irecv" || a == "ISsend" || a == "issend" || a == "ibsend") && l.fields() == 4) {
         const bool recv = a == "irecv";
-        const std::string src = recv ? l.tok[2] : std::to_string(rank), dst = recv ? std::to_string(rank) : l.tok[2];
-        if (src + " " + dst + " " + l.tok[3] == key) return false;
+        const std::string peer = canonical(l.tok[2]);
+        key_lines[(recv ? peer : me) + " " + (recv ? me : peer) + " " + canonical(l.tok[3])].push_back({j, 'P'});
+      } else if (a.size() > 1 && a[0] == 'i' && is_ti_collective(a.substr(1))) {
+        key_lines[COLLECTIVE].push_back({j, 'P'});
       }
     }
-    return false;
+  }
+  // How many of the c requests pending with `key` at line i the lines after it name. A wait takes the newest
+  // pending request of its key (one posted after line i before those pending at it: SMPI writes no wait for a
+  // request a waitall completed, MPI_Wait of MPI_REQUEST_NULL), a test takes it when no wait or test of the key
+  // follows before the key is posted again (it did not complete otherwise).
+  auto named_count = [&](std::size_t i, const std::string& key, std::size_t c) -> std::size_t {
+    auto k = key_lines.find(key);
+    if (k == key_lines.end() || c == 0) return 0;
+    const std::vector<KeyLine>& v = k->second;
+    std::vector<bool> stack(c, true);  // true: pending at line i
+    std::size_t named = 0;
+    auto it = std::upper_bound(v.begin(), v.end(), i, [](std::size_t x, const KeyLine& kl) { return x < kl.line; });
+    for (; it != v.end() && named < c; ++it) {
+      if (it->what == 'P') {
+        stack.push_back(false);
+        continue;
+      }
+      if (it->what == 'T' && it + 1 != v.end() && (it + 1)->what != 'P') continue;  // the test did not complete
+      if (stack.empty()) break;  // an inconsistent file: the wait fails when it is read
+      named += stack.back();
+      stack.pop_back();
+    }
+    return named;
   };
-  // The oldest pending point-to-point request that no later wait or test names (waitany, testany).
-  auto oldest_unnamed = [&](std::size_t i) {
+  // The pending requests, oldest first, that no later line names: of each key the oldest ones beyond those named.
+  auto unnamed = [&](std::size_t i) {
+    std::map<std::string, std::size_t> per_key;
+    for (const Pending& p : pending) ++per_key[p.key];
+    std::map<std::string, std::size_t> free;  // per key, how many of its oldest are not named later
+    for (const auto& [key, c] : per_key) free[key] = c - named_count(i, key, c);
+    std::vector<std::deque<Pending>::iterator> out;
     for (auto it = pending.begin(); it != pending.end(); ++it)
-      if (!it->collective && !named_later(i, it->key)) return it;
+      if (free[it->key] > 0) {
+        --free[it->key];
+        out.push_back(it);
+      }
+    return out;
+  };
+  auto pending_with = [&](const std::string& key) {
+    return static_cast<std::size_t>(std::count_if(pending.begin(), pending.end(), [&](const Pending& p) { return p.key == key; }));
+  };
+  // Removes the first k of `open` (iterators into pending) from pending and returns them, oldest first (by index:
+  // erasing in the middle of a deque invalidates its iterators).
+  auto take_out = [&](const std::vector<std::deque<Pending>::iterator>& open, std::size_t k) {
+    std::vector<std::size_t> at;
+    for (std::size_t j = 0; j < k; ++j) at.push_back(static_cast<std::size_t>(open[j] - pending.begin()));
+    std::vector<Pending> out;
+    for (std::size_t x : at) out.push_back(pending[x]);
+    std::sort(at.rbegin(), at.rend());
+    for (std::size_t x : at) pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(x));
+    return out;
+  };
+  // The oldest pending point-to-point request that no later wait or test names (waitany), else the oldest one.
+  auto oldest_unnamed = [&](std::size_t i) {
+    for (auto it : unnamed(i))
+      if (!it->collective) return it;
     for (auto it = pending.begin(); it != pending.end(); ++it)
       if (!it->collective) return it;
     return pending.end();
@@ -319,8 +388,9 @@ RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops, 
       if (it == pending.end())
         l.fail("test of no pending request (source " + std::to_string(src) + ", destination " + std::to_string(dst) +
                ", tag " + std::to_string(tag) + ")");
-      // TI does not say whether it completed: it did unless a later wait or test names the request
-      const bool done = !named_later(i, key);
+      // TI does not say whether it completed: it did unless later lines name every request of its key
+      const std::size_t c = pending_with(key);
+      const bool done = named_count(i, key, c) < c;
       push(Kind::TEST, NO_RANK, NO_RANK, 0, done ? 1 : 0);
       if (done) {
         const Pending p = *it;
@@ -328,15 +398,21 @@ RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops, 
         complete(p);
       }
     } else if (a == "waitall") {
+      // SMPI writes the count given to MPI_Waitall (null requests included), not which requests: it completed
+      // pending ones that no later wait names (a program waits for its sends with MPI_Waitall and for its
+      // receives one by one), the oldest first when there are more than the count
       l.expect_fields(1, "count");
-      const auto n = static_cast<std::size_t>(std::min<std::int64_t>(l.count(0), static_cast<std::int64_t>(pending.size())));
+      const auto n = static_cast<std::size_t>(l.count(0));
+      const auto open = unnamed(i);
+      if (open.size() > n)
+        losses.add("waitall", l.number, "TI does not say which requests a waitall completed: more requests are pending "
+                                        "than its count that no later wait names; it took the oldest ones");
+      const std::size_t take = std::min(n, open.size());
       const std::size_t at = push(Kind::WAITALL);
-      std::int32_t done = 0;
-      for (std::size_t j = 0; j < n; ++j) {
-        done += complete(pending.front());
-        pending.pop_front();
-      }
-      t.events[at].root = done;
+      const std::vector<Pending> done = take_out(open, take);
+      std::int32_t completed = 0;
+      for (const Pending& p : done) completed += complete(p);
+      t.events[at].root = completed;
     } else if (a == "waitAny" || a == "waitany") {
       l.expect_fields(1, "count");
       l.count(0);
@@ -357,15 +433,13 @@ RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops, 
       std::size_t left_in_run = 0;  // lines of the run after this one
       while (i + 1 + left_in_run < lines.size() && lines[i + 1 + left_in_run].tok[1] == a) ++left_in_run;
       std::vector<std::deque<Pending>::iterator> open;
-      for (auto it = pending.begin(); it != pending.end(); ++it)
-        if (!it->collective && !named_later(i, it->key)) open.push_back(it);
+      for (auto it : unnamed(i))
+        if (!it->collective) open.push_back(it);
       std::size_t take = 0;
       if (left_in_run == 0) take = open.size();
       else if (k == Kind::TESTANY && open.size() > left_in_run) take = 1;
       const std::size_t at = push(k);
-      std::vector<Pending> done;
-      for (std::size_t j = 0; j < take; ++j) done.push_back(*open[j]);
-      for (std::size_t j = take; j-- > 0;) pending.erase(open[j]);
+      const std::vector<Pending> done = take_out(open, take);
       for (const Pending& p : done) complete(p);
       t.events[at].root = static_cast<std::int32_t>(done.size());
       losses.add(a, l.number, "TI does not say which requests a " + a + " completed: a run of them completes every "
@@ -454,7 +528,7 @@ RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops, 
       } else {
         l.fail("unknown action '" + l.tok[1] + "'");
       }
-      if (nonblocking) pending.push_back({0, t.events.size() - 1, true, ""});
+      if (nonblocking) pending.push_back({0, t.events.size() - 1, true, COLLECTIVE});
     }
   }
   if (gap_flops > 0 || gap_sleep >= 0)  // computation after the last action (a file that ends without finalize)
