@@ -119,6 +119,7 @@ std::vector<Unit> units_of(const Seq& s) {
 struct ShapeSeqs {
   std::size_t shape = 0;
   std::vector<const Seq*> seqs;  // per member of the shape; same structure
+  int rank = -1, P = 0;          // the first member's rank and its run's P (the direction of its messages)
 };
 
 // The identity of a unit within a level: (type, key, anchor, occurrence). A loop is the loop node it was
@@ -129,11 +130,28 @@ struct ShapeSeqs {
 // exchanges north, whatever exchanges came before it, and not the rank's k-th waitall.
 using UnitId = std::tuple<int, std::uint64_t, std::size_t, std::size_t>;
 
-// The call keys a loop body runs, nested loops included: what loops of different shapes are matched by.
-void collect_body_keys(const Seq& s, std::set<std::uint64_t>& keys) {
+// The direction of a message of `rank` (of P) to or from `peer`: +1 towards higher ranks, -1 lower, a step of more
+// than P/2 taken as a wrap-around the other way; 0 without a concrete peer.
+int peer_direction(std::int32_t peer, int rank, int P) {
+  if (rank < 0 || peer < 0 || peer >= P || peer == rank) return 0;
+  const int d = peer - rank;
+  return (d > 0) == (2 * std::abs(d) <= P) ? 1 : -1;
+}
+
+// The call keys a loop body runs, nested loops included: what loops of different shapes are matched by. A
+// point-to-point call's key carries the direction of its peer relative to the rank (`rank` of P, when known):
+// the pipelines of a wavefront sweep (Sweep3D's octants, NPB LU's lower and upper sweeps) run the same calls
+// towards opposite neighbours, and a rank on an edge skips some of them, so by call keys alone its loop of one
+// sweep looks like another sweep's loop of an interior rank.
+void collect_body_keys(const Seq& s, std::set<std::uint64_t>& keys, int rank = -1, int P = 0) {
   for (const Node& n : s) {
-    if (const auto* c = std::get_if<Call>(&n.op)) keys.insert(call_key(*c));
-    else if (const auto* l = std::get_if<Loop>(&n.op)) collect_body_keys(l->body, keys);
+    if (const auto* c = std::get_if<Call>(&n.op)) {
+      std::uint64_t k = call_key(*c);
+      if (const int dir = peer_direction(c->peer, rank, P); dir != 0) k = k * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(dir + 2);
+      keys.insert(k);
+    } else if (const auto* l = std::get_if<Loop>(&n.op)) {
+      collect_body_keys(l->body, keys, rank, P);
+    }
   }
 }
 
@@ -456,7 +474,7 @@ std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_sh
     std::vector<std::set<std::uint64_t>> loop_keys, loose_keys;
     for (const Unit& u : w.units)
       if (u.type == UNode::Type::LOOP) {
-        collect_body_keys(std::get<Loop>(rep[u.node].op).body, loop_keys.emplace_back());
+        collect_body_keys(std::get<Loop>(rep[u.node].op).body, loop_keys.emplace_back(), inputs[in].rank, inputs[in].P);
         collect_loose_keys(std::get<Loop>(rep[u.node].op).body, loose_keys.emplace_back());
       }
     const std::vector<std::size_t> loop_ids = loops.match(loop_keys, loose_keys);
@@ -594,6 +612,8 @@ std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_sh
       for (const auto& [in, unit] : info.loops) {
         ShapeSeqs b;
         b.shape = inputs[in].shape;
+        b.rank = inputs[in].rank;
+        b.P = inputs[in].P;
         for (const Seq* sq : inputs[in].seqs) b.seqs.push_back(&std::get<Loop>((*sq)[unit.node].op).body);
         bodies.push_back(std::move(b));
       }
@@ -647,6 +667,8 @@ class Builder {
       ShapeSeqs in;
       in.shape = s;
       for (std::size_t m : shapes_[s]) in.seqs.push_back(members_[m].seq);
+      in.rank = members_[shapes_[s].front()].rank;
+      in.P = members_[shapes_[s].front()].run->P;
       inputs.push_back(std::move(in));
     }
     for (const auto& m : members_) collect_waited(*m.seq);
@@ -2594,6 +2616,15 @@ void check_pairing(BuildResult& result, const std::vector<std::tuple<std::string
 }
 }  // namespace
 
+namespace {
+// How many numbers a build wrote per traced run (no expression of rank, P and the parameters: per_run_int).
+std::size_t per_run_quantities(const BuildResult& r) {
+  return static_cast<std::size_t>(std::count_if(r.ambiguities.begin(), r.ambiguities.end(), [](const std::string& a) {
+    return a.find("written per traced run") != std::string::npos;
+  }));
+}
+}  // namespace
+
 BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOptions& options) {
   if (given.empty()) throw BuildError("no traced runs given");
   // regions from call-site stacks: on copies of the runs, which the builder then reads (names included)
@@ -2702,6 +2733,43 @@ BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOpti
       return std::any_of(t.events.begin(), t.events.end(), [](const trace::Event& e) { return e.gap_flops > 0; });
     });
   });
+  const std::size_t per_run = per_run_quantities(b.result);
+  if (per_run > 0 && options.fold.index_loops) {
+    // Consecutive loops merged into one loop over their iterations (FoldOptions::index_loops; SUMMA's panels,
+    // one loop per owner) on some ranks only: a wavefront's ranks inside the grid run two sweeps in opposite
+    // directions with the same calls (Sweep3D's octants: receive from rank - 1, send to rank + 1, then the
+    // reverse), which merge into one loop whose peers step at the middle, while ranks on an edge skip a receive
+    // or a send in one sweep, so theirs stay apart: the sweeps no longer align, and counts and peers are
+    // written per traced run. TI traces folded by where their work is split a sweep whose last block's work
+    // runs into the next sweep's first (a corner rank that only receives, then only sends) at another place
+    // than the other ranks. Folded without merging (and, for TI traces, with every gap alike), the build that
+    // writes the fewest numbers per run and pairs as well is kept.
+    std::vector<BuildOptions> tries(1, options);
+    tries.back().fold.index_loops = false;
+    if (states_work && options.fold.work_identity) {
+      tries.push_back(tries.back());
+      tries.back().fold.work_identity = false;
+    }
+    std::optional<BuildResult> best;
+    std::size_t best_per_run = per_run;
+    const char* how = "";
+    for (const BuildOptions& again : tries) {
+      BuildResult r = build_skeleton(given, again);
+      const std::size_t r_per_run = per_run_quantities(r);
+      if (r_per_run < best_per_run && r.matching.size() <= b.result.matching.size()) {
+        best_per_run = r_per_run;
+        best = std::move(r);
+        how = again.fold.work_identity ? "without merging consecutive loops into indexed loops"
+                                       : "without merging consecutive loops into indexed loops, gaps with and without work alike";
+      }
+    }
+    if (best) {
+      best->warnings.insert(best->warnings.begin(), std::string("folded ") + how + ": folded as before, " + std::to_string(per_run) +
+                                                        " number(s) had no expression of rank, P and the parameters (" +
+                                                        std::to_string(best_per_run) + " now)");
+      return std::move(*best);
+    }
+  }
   if (!b.result.matching.empty() && options.fold.work_identity && states_work) {
     // TI traces folded by where their work is may align differently across ranks (NPB CG's row and column
     // reductions, with and without work between them, deadlock at the traced runs): the coarser folding, when
