@@ -28,6 +28,7 @@
 //   of one call point are therefore fitted together (one expression for all, when one fits exactly), and
 //   the skeleton is exact at P = 32 and 64.
 #include "skeletons/builder/builder.hpp"
+#include "skeletons/builder/holdout.hpp"
 #include "skeletons/expand.hpp"
 #include "skeletons/skeleton_io.hpp"
 #include "skeletons/trace/reader.hpp"
@@ -635,4 +636,32 @@ TEST_F(SkelBuildTiTest, CgFromTiPairsItsMessagesAtTheTracedRuns) {
   bool said = false;
   for (const std::string& w : r.warnings) said = said || w.find("folded with gaps with and without work alike") != std::string::npos;
   EXPECT_TRUE(said) << "the fallback is not needed any more: drop this test's premise";
+}
+
+// The corpus' sweep3d from SimGrid TI traces (P = 4, 8, 16; N = 16, mk = 4): eight octant pipelines in which
+// ranks on an edge skip a receive or a send. Folded by where their work lies, a corner rank that only receives
+// in one octant and only sends in the next (the last block's work runs into the next octant's first) folded its
+// octants apart from the other ranks, and ranks inside the grid merged opposite octants into indexed loops: loop
+// counts and peers were written per traced run and P = 32 refused. Now every rank is exact at P = 32 (4 x 8).
+TEST_F(SkelBuildTiTest, Sweep3dOctantPipelinesExactAtUntracedP) {
+  const std::string exe = BIN + "/apps-smpi/corpus/sweep3d";
+  if (!fs::exists(exe) || std::system("command -v smpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "no SMPI build of the corpus";
+  auto sweep = [&](int P, int iters) {
+    auto run = smpi_ti_run(tmp_ / ("sweep3d-" + std::to_string(P) + "-" + std::to_string(iters)), exe, P, "16 4 " + std::to_string(iters));
+    run.params = {{"N", "16"}, {"mk", "4"}, {"iters", std::to_string(iters)}};
+    return run;
+  };
+  std::vector<mksim::trace::Run> runs;
+  for (auto [P, iters] : {std::pair{4, 2}, {4, 3}, {8, 2}, {16, 2}}) ASSERT_NO_FATAL_FAILURE(runs.push_back(sweep(P, iters)));
+  mksim::trace::Run held;
+  ASSERT_NO_FATAL_FAILURE(held = sweep(32, 2));
+  mksim::skeletons::builder::BuildOptions o;
+  o.name = "sweep3d";
+  const auto r = mksim::skeletons::builder::build_skeleton(runs, o);
+  const std::string text = r.skeleton.dump(2);
+  EXPECT_EQ(text.find("no_exact_expression"), std::string::npos) << text;
+  EXPECT_TRUE(r.matching.empty()) << text;
+  const auto rep = mksim::skeletons::builder::compare_with_trace(mksim::skeletons::parse_skeleton(text, "sweep3d.json"), held,
+                                                                  {{"N", 16}, {"mk", 4}, {"iters", 2}});
+  EXPECT_EQ(rep.exact_ranks(), 32u) << text;
 }

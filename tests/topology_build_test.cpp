@@ -3,7 +3,8 @@
 // MPI_Dims_create, its rows and columns from MPI_Cart_sub, a split with reversed keys, a dup) and "cube" (3-D,
 // not periodic: MPI_PROC_NULL at the faces, an edge neighbour), built from P = 4, 8, 16 and checked rank by
 // rank against a run at P = 32 that the builder never saw; and the corpus' SUMMA, whose panel roots are step
-// functions of the panel loop's index (exact at P = 32), and without that, the integer guard.
+// functions of the panel loop's index (exact at P = 32), and without that, the integer guard; and the corpus'
+// sweep3d, whose eight octant pipelines align although edge ranks skip a receive or a send (exact at P = 32).
 #include "skeletons/builder/builder.hpp"
 #include "skeletons/builder/holdout.hpp"
 #include "skeletons/builder/topology.hpp"
@@ -192,6 +193,33 @@ TEST(TopologyBuild, SummaRootsAreStepFunctionsOfThePanelIndexExactAtUntracedP) {
   } catch (const mksim::skeletons::SkeletonError& e) {
     EXPECT_NE(std::string(e.what()).find("no_exact_expression"), std::string::npos) << e.what();
   }
+}
+
+// A KBA wavefront over 8 octants (the corpus' sweep3d: a 2-D grid whose side is the largest divisor of P up to
+// sqrt(P), each octant a pipeline over k-blocks that receives from the upstream i and j neighbours and sends
+// downstream, ranks on an edge skipping a receive or a send). Each octant runs the same four calls towards other
+// neighbours, so a corner's loop of one octant has the call keys of another octant's loop inside the grid, and
+// ranks inside the grid merged two opposite octants into one indexed loop: the octants aligned shifted, and peers
+// (rank + 1 and rank - 1 in one call) and counts were written per traced run, refused at P = 32. Built from
+// P = 4, 8, 16, every rank is exact at P = 32 (4 x 8), never traced.
+TEST(TopologyBuild, Sweep3dOctantSweepsAlignExactAtUntracedP) {
+  auto sweep = [](int P, int iters) {
+    return trace(SWEEP3D, "16 4 " + std::to_string(iters), P, iters, 16,
+                 " --param N=16 --param mk=4 --param iters=" + std::to_string(iters));
+  };
+  std::vector<mksim::trace::Run> runs{sweep(4, 2), sweep(4, 3), sweep(8, 2), sweep(16, 2)};
+  const auto held = sweep(32, 2);
+  const auto r = b::build_skeleton(runs);
+  const std::string text = r.skeleton.dump(2);
+  EXPECT_EQ(text.find("no_exact_expression"), std::string::npos) << text;
+  EXPECT_TRUE(r.matching.empty()) << text;
+  // the four sweeps of a k direction, one loop of 2 N / mk = 8 blocks each (the k directions alike: a loop of 2
+  // around them)
+  std::size_t sweeps = 0;
+  for (std::size_t at = text.find("\"count\": \"8\""); at != std::string::npos; at = text.find("\"count\": \"8\"", at + 1))
+    ++sweeps;
+  EXPECT_EQ(sweeps, 4u) << text;
+  expect_exact(mksim::skeletons::parse_skeleton(text, "sweep3d.json"), held, {{"N", 16}, {"mk", 4}, {"iters", 2}}, text);
 }
 
 TEST(TopologyBuild, DecompositionFormsAndDecimalCoefficients) {
