@@ -1625,6 +1625,16 @@ std::optional<Outcome> fit_exact_share(const Data& d, const Probes& pr, const Fi
           loose.emplace_back(std::move(p), hi);
       }
       if (!ok || dd.points.size() < 2) continue;
+      // one point per pinned run: the folds (point indices of d) are remade for dd's points, else the
+      // cross-validation of exact_outcome reads past them (a crash on the corpus' sweep3d from TI traces)
+      dd.folds.clear();
+      std::map<std::size_t, std::size_t> fold_of;  // d's fold -> dd's
+      for (std::size_t i = 0; i < dd.points.size(); ++i) {
+        auto [it, fresh] = fold_of.try_emplace(dd.points[i].fold, dd.folds.size());
+        if (fresh) dd.folds.emplace_back();
+        dd.points[i].fold = it->second;
+        dd.folds[it->second].push_back(i);
+      }
       dd.has_rank = false;
       dd.mean_abs = 0;
       for (const Point& p : dd.points) dd.mean_abs += std::fabs(p.y) / static_cast<double>(dd.points.size());
