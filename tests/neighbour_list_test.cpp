@@ -87,4 +87,58 @@ TEST(NeighbourList, ConditionAndPeerTexts) {
   EXPECT_EQ(b::neighbour_rank(t, 27, 18), -1);
 }
 
+// NPB LU's pair per axis, on folded programs written here: MPI_Dims_create(P, 2)'s grid numbered x fastest
+// (x = rank % dims[0]), each rank sending east then west from one line, edge ranks once. On the row-major grid
+// rank +- 1 is also a face or a diagonal neighbour (P = 8: 4 offsets), on the grid numbered x fastest it is the
+// pair (0, +1), (0, -1): the fewest offsets win, and the pair is a list although it moves along one axis. Its
+// tags then give each rank's neighbours at P = 32 (8 x 4) and 27 (9 x 3), never seen. Before, the site was no
+// list: the corpus' lu from mktrace had its second send fitted only where interior ranks exist (3/32 exact).
+TEST(NeighbourList, PairAlongOneAxisOfAGridNumberedXFastest) {
+  using mksim::trace::Kind;
+  const std::vector<int> Ps{4, 8, 16};
+  std::vector<std::vector<b::RankProgram>> folded;
+  auto d0 = [](int P) { return P == 4 ? 2 : 4; };  // MPI_Dims_create(P, 2)[0] at 4, 8, 16
+  for (int P : Ps) {
+    std::vector<b::RankProgram> ranks;
+    for (int r = 0; r < P; ++r) {
+      b::RankProgram rp;
+      rp.rank = r;
+      const int x = r % d0(P);
+      std::vector<int> to;
+      if (x < d0(P) - 1) to.push_back(r + 1);
+      if (x > 0) to.push_back(r - 1);
+      for (int peer : to) {
+        b::Node gap;
+        gap.op = b::Compute{};
+        rp.seq.push_back(gap);
+        b::Call c;
+        c.kind = Kind::SEND;
+        c.site = 0x5e4d;
+        c.peer = peer;
+        c.tag = 1;
+        c.bytes = 64;
+        b::Node n;
+        n.op = c;
+        rp.seq.push_back(n);
+      }
+      b::rehash_all(rp.seq);
+      ranks.push_back(std::move(rp));
+    }
+    folded.push_back(std::move(ranks));
+  }
+  const b::NeighbourLists lists = b::tag_neighbour_lists(Ps, folded);
+  ASSERT_EQ(lists.by_site.size(), 2u) << (lists.notes.empty() ? "no list" : lists.notes.front());
+  ASSERT_FALSE(lists.notes.empty());
+  EXPECT_NE(lists.notes.front().find("first side fastest"), std::string::npos) << lists.notes.front();
+  for (const auto& [site, t] : lists.by_site) {
+    ASSERT_EQ(t.off[0], 0);
+    const int dx = t.off[1];
+    for (const auto& [P, side] : std::vector<std::pair<int, int>>{{32, 8}, {27, 9}})
+      for (int r = 0; r < P; ++r) {
+        const int x = r % side, want = x + dx >= 0 && x + dx < side ? r + dx : -1;
+        ASSERT_EQ(b::neighbour_rank(t, P, r), want) << "P=" << P << " rank " << r << " dx " << dx;
+      }
+  }
+}
+
 }  // namespace

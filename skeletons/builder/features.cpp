@@ -47,6 +47,10 @@ std::vector<Feature> scale_features(const std::vector<std::string>& params) {
   f.emplace_back(px, names, true);
   f.emplace_back(py, names, true);
   f.emplace_back("floor(sqrt(P))", names, true);
+  // MPI_Dims_create(P, 2)'s sides: the power-of-two sides above where P is a power of two, but not elsewhere
+  // (12 = 4 x 3); after them, so that they win only where the runs tell them apart
+  f.emplace_back("dims(P, 2, 0)", names, true);
+  f.emplace_back("dims(P, 2, 1)", names, true);
   for (std::size_t i = 1; i < names.size(); ++i) {
     f.emplace_back("log2(" + names[i] + ")", names, false);
     f.emplace_back("sqrt(" + names[i] + ")", names, false);

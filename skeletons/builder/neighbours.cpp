@@ -21,10 +21,16 @@ int nonzeros(int idx) {
   return (o[0] != 0) + (o[1] != 0) + (o[2] != 0);
 }
 
+// ndims 3 and 2: MPI_Dims_create(P, ndims)'s grid, row-major (the last dimension fastest, as MPI_Cart_create);
+// -2 (SWAPPED_2D): the same 2-D sides with the first one fastest, rank = y*dims[0] + x (codes that number their
+// grid themselves, x = rank % dims[0]: NPB LU), as a row-major grid of sides {dims[1], dims[0]}
+constexpr int SWAPPED_2D = -2;
+
 std::array<int, 3> grid_of(int P, int ndims) {
-  const std::vector<int> d = dims_create(P, ndims);
+  const std::vector<int> d = dims_create(P, ndims == SWAPPED_2D ? 2 : ndims);
   std::array<int, 3> g{1, 1, 1};
   for (std::size_t i = 0; i < d.size() && i < 3; ++i) g[i] = d[i];
+  if (ndims == SWAPPED_2D) std::swap(g[0], g[1]);
   return g;
 }
 
@@ -254,11 +260,13 @@ int neighbour_rank(const NeighbourTag& t, int P, int rank) {
 }
 
 namespace {
-std::string grid_text(int ndims) {
-  return ndims == 3 ? "dims(P, 3, 0), dims(P, 3, 1), dims(P, 3, 2)" : "dims(P, 2, 0), dims(P, 2, 1), 1";
+std::string side_text(int ndims, int d) {
+  if (ndims == SWAPPED_2D) return d == 2 ? "1" : "dims(P, 2, " + std::to_string(1 - d) + ")";
+  if (ndims == 2 && d == 2) return "1";
+  return "dims(P, " + std::to_string(ndims) + ", " + std::to_string(d) + ")";
 }
+std::string grid_text(int ndims) { return side_text(ndims, 0) + ", " + side_text(ndims, 1) + ", " + side_text(ndims, 2); }
 std::string coord_text(int ndims, int d) { return "cart_coord(rank, " + std::to_string(d) + ", " + grid_text(ndims) + ")"; }
-std::string side_text(int ndims, int d) { return "dims(P, " + std::to_string(ndims) + ", " + std::to_string(d) + ")"; }
 }  // namespace
 
 std::string neighbour_condition(const NeighbourTag& t) {
@@ -274,7 +282,7 @@ std::string neighbour_condition(const NeighbourTag& t) {
 std::string neighbour_peer(const NeighbourTag& t) {
   std::string e = "cart_rank(";
   for (int d = 0; d < 3; ++d) {
-    if (t.ndims == 2 && d == 2) {
+    if (t.ndims != 3 && d == 2) {
       e += "0, ";
       continue;
     }
@@ -287,28 +295,36 @@ NeighbourLists tag_neighbour_lists(const std::vector<int>& P, std::vector<std::v
   NeighbourLists result;
   // which (kind, site) are lists, on which grid
   std::map<Key, List> lists;
-  std::set<Key> decided;
-  for (const int ndims : {3, 2}) {
+  for (const int ndims : {3, 2, SWAPPED_2D}) {
     std::map<Key, Seen> seen;
     for (std::size_t r = 0; r < folded.size(); ++r) {
       const auto n = grid_of(P[r], ndims);
       for (const RankProgram& p : folded[r]) scan(p.seq, p.rank, n, seen);
     }
     for (const auto& [key, s] : seen) {
-      if (decided.count(key) || !s.valid || s.longest < 2) continue;
+      if (!s.valid || s.longest < 2) continue;
       std::map<int, int> order = common_order(s.orders);
       if (order.empty()) continue;
       // the list must move along every dimension of its grid: a list along one axis fits a 3-D grid of the
       // traced P by coincidence (NPB LU's north/south sends on its own 2-D grid, like 3-D neighbours at P <= 16)
+      // On a 2-D grid, a pair of opposite neighbours along one axis is a list too (NPB LU exchanges west and
+      // east, then north and south, from one line, on a grid it numbers x fastest)
       bool every = true;
-      for (int d = 0; d < ndims; ++d) {
+      for (int d = 0; d < std::abs(ndims); ++d) {
         bool moves = false;
         for (const auto& [idx, pos] : order) moves = moves || offset_of(idx)[static_cast<std::size_t>(d)] != 0;
         every = every && moves;
       }
-      if (!every) continue;
+      bool pair = ndims != 3 && order.size() == 2;
+      if (pair) {
+        const auto a = offset_of(order.begin()->first), b = offset_of(std::next(order.begin())->first);
+        for (int d = 0; d < 3; ++d) pair = pair && a[d] == -b[d];
+      }
+      if (!every && !pair) continue;
+      // of the grids a list fits, the one where it uses the fewest offsets (faces before diagonals: rank +- 1 on
+      // a grid numbered x fastest is also a face and a diagonal neighbour of the row-major grid); ties: 3-D first
+      if (auto it = lists.find(key); it != lists.end() && it->second.order.size() <= order.size()) continue;
       lists[key] = {ndims, std::move(order)};
-      decided.insert(key);
     }
   }
   if (lists.empty()) return result;
@@ -352,7 +368,8 @@ NeighbourLists tag_neighbour_lists(const std::vector<int>& P, std::vector<std::v
               (l.ndims == 3 ? "," + std::to_string(o[2]) : "") + ")";
     }
     result.notes.push_back(std::string(trace::kind_name(static_cast<Kind>(key.first))) + " at site " + std::to_string(key.second) +
-                           ": a neighbour list on MPI_Dims_create(P, " + std::to_string(l.ndims) + ")'s grid, " +
+                           ": a neighbour list on MPI_Dims_create(P, " + std::to_string(std::abs(l.ndims)) + ")'s grid" +
+                           (l.ndims == SWAPPED_2D ? " numbered with its first side fastest" : "") + ", " +
                            std::to_string(l.order.size()) + " offsets in the order " + offs);
   }
   return result;

@@ -537,7 +537,7 @@ struct ExactSpace {
 bool nonlinear(const Feature& f) {
   const std::string& t = f.text();
   return t.find_first_of("^%") != std::string::npos || t.find("log2(") != std::string::npos ||
-         t.find("sqrt(") != std::string::npos || t.find("floor(") != std::string::npos;
+         t.find("sqrt(") != std::string::npos || t.find("floor(") != std::string::npos || t.find("dims(") != std::string::npos;
 }
 
 /** How simple an exact model is, smallest first: feature factors (a product or ratio of two counts two), then
