@@ -430,6 +430,23 @@ std::vector<std::size_t> embed(const Units& sub, const Units& super) {
 bool bodies_compatible(const Seq& a, const Seq& b);
 bool merge_loops(Seq& s, std::size_t a, std::size_t b);
 
+// A loop of `count` over `body`, hashed.
+Node loop_node(Seq body, std::uint64_t count) {
+  Loop l;
+  l.count = count;
+  l.body = std::move(body);
+  Node n;
+  n.op = std::move(l);
+  rehash(n);
+  return n;
+}
+
+// s[first, b) replaced by n.
+void replace_range(Seq& s, std::size_t first, std::size_t b, Node n) {
+  s.erase(s.begin() + static_cast<std::ptrdiff_t>(first), s.begin() + static_cast<std::ptrdiff_t>(b));
+  s.insert(s.begin() + static_cast<std::ptrdiff_t>(first), std::move(n));
+}
+
 // The iterations of an annotated loop's nodes in the order they ran: loops of iterations (folded by a period,
 // as a master's tasks to its P - 1 workers in turn) unrolled `count` times, the repeats without statistics
 // (the loop's nodes have them all); false when the nodes do not cut at iteration starts or there are more
@@ -471,31 +488,15 @@ bool index_annotated_loop(Seq& s, std::size_t first, std::size_t b, std::int32_t
   if (!expand_iterations(region, tag, true, its, CAP) || its.empty()) return false;
   if (its.size() == 1) {  // a loop that ran once (a master with one worker) is still the program's loop
     if (region.size() == 1 && std::holds_alternative<Loop>(region.front().op)) return false;
-    Loop one;
-    one.count = 1;
-    one.body = std::move(its.front());
-    Node u;
-    u.op = std::move(one);
-    rehash(u);
-    s.erase(s.begin() + static_cast<std::ptrdiff_t>(first), s.begin() + static_cast<std::ptrdiff_t>(b));
-    s.insert(s.begin() + static_cast<std::ptrdiff_t>(first), std::move(u));
+    replace_range(s, first, b, loop_node(std::move(its.front()), 1));
     return true;
   }
   for (const Seq& it : its)
     if (!bodies_compatible(its.front(), it)) return false;
   Seq tmp;
-  for (Seq& it : its) {
-    Loop one;
-    one.count = 1;
-    one.body = std::move(it);
-    Node u;
-    u.op = std::move(one);
-    rehash(u);
-    tmp.push_back(std::move(u));
-  }
+  for (Seq& it : its) tmp.push_back(loop_node(std::move(it), 1));
   if (!merge_loops(tmp, 0, tmp.size())) return false;
-  s.erase(s.begin() + static_cast<std::ptrdiff_t>(first), s.begin() + static_cast<std::ptrdiff_t>(b));
-  s.insert(s.begin() + static_cast<std::ptrdiff_t>(first), std::move(tmp.front()));
+  replace_range(s, first, b, std::move(tmp.front()));
   return true;
 }
 
@@ -582,8 +583,7 @@ bool branch_annotated_loop(Seq& s, std::size_t a, std::size_t b, std::int32_t ta
   Node n;
   n.op = std::move(loop);
   rehash(n);
-  s.erase(s.begin() + static_cast<std::ptrdiff_t>(first), s.begin() + static_cast<std::ptrdiff_t>(b));
-  s.insert(s.begin() + static_cast<std::ptrdiff_t>(first), std::move(n));
+  replace_range(s, first, b, std::move(n));
   return true;
 }
 
@@ -1030,15 +1030,7 @@ bool index_runs(Seq& s, const std::function<bool(std::uint64_t)>& apply,
     if (m < 2) continue;
     const std::uint64_t site = c->site;
     Seq units;
-    for (std::size_t t = 0; t < m; ++t) {
-      Loop one;
-      one.count = 1;
-      one.body = {s[i + 2 * t], s[i + 2 * t + 1]};
-      Node u;
-      u.op = std::move(one);
-      rehash(u);
-      units.push_back(std::move(u));
-    }
+    for (std::size_t t = 0; t < m; ++t) units.push_back(loop_node({s[i + 2 * t], s[i + 2 * t + 1]}, 1));
     const bool steps = merge_loops(units, 0, m);
     if (record) {
       auto [it, fresh] = record->emplace(site, std::pair{steps, m});
