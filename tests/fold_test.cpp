@@ -296,6 +296,39 @@ TEST(FoldTest, ConsecutiveLoopsWhoseRootStepsWithTheIterationBecomeOneIndexedLoo
   EXPECT_FALSE(mksim::skeletons::builder::step_form({5, 5, 5}).has_value());
 }
 
+// SUMMA where nb does not divide the block: panel k's owners are floor(k nb / my) along the row and floor(k nb /
+// mx) down the column, steps of unequal length (0 0 1 2 2 3 for nb / mx = 2/3) that neither step_form nor
+// cycle_form describe. The iterations whose owners repeat fold into loops and the others stay single; together
+// they are one indexed loop over the panels (ratio_form), each owner kept per iteration.
+TEST(FoldTest, PanelsWhoseOwnersStepUnevenlyAreOneIndexedLoop) {
+  Writer w;
+  w.call(Kind::INIT, 1, -1, -1, 0, 0);
+  for (int rep = 0; rep < 2; ++rep)
+    for (int k = 0; k < 6; ++k) {
+      w.call(Kind::BCAST, 2, -1, -1, 64).root = k / 3;
+      w.call(Kind::BCAST, 3, -1, -1, 32).root = 2 * k / 3;
+    }
+  w.call(Kind::FINALIZE, 4);
+  const auto p = fold_rank(w.t);
+  const std::string text = mksim::skeletons::builder::to_text(p.seq);
+  const Loop& reps = loop_at(p.seq, 1);
+  EXPECT_EQ(reps.count, 2u) << text;
+  ASSERT_EQ(reps.body.size(), 1u) << text;
+  const Loop& panels = loop_at(reps.body, 0);
+  EXPECT_TRUE(panels.indexed) << text;
+  EXPECT_EQ(panels.count, 6u) << text;
+  const Call& col = call_at(panels.body, 3);
+  ASSERT_TRUE(col.iter) << text;
+  EXPECT_EQ(col.iter->root, (std::vector<std::int64_t>{0, 0, 1, 2, 2, 3}));
+  const auto r = mksim::skeletons::builder::ratio_form(col.iter->root);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_TRUE(r->contains(2, 3));   // nb / mx
+  EXPECT_FALSE(r->contains(1, 2));  // 0 0 1 1 2 2
+  EXPECT_FALSE(r->contains(3, 4));  // 0 0 1 2 3 3
+  // owners 0 1 4 9 (squares) are no block owner's
+  EXPECT_FALSE(mksim::skeletons::builder::ratio_form({0, 0, 1, 1, 4, 4, 9, 9}).has_value());
+}
+
 // A master's tasks to its workers in turn, in an annotated loop (`for t < 2W: MPI_Isend(1 + t % W)`): folding by
 // period made loop 2 { W sends } and the builder one place per worker; the annotation says it is one loop, and
 // its peers cycle with the index (cycle_form), so it is one indexed loop of 2W iterations. A loop that ran once

@@ -6,6 +6,7 @@
 // functions of the panel loop's index (exact at P = 32), and without that, the integer guard; and the corpus'
 // sweep3d, whose eight octant pipelines align although edge ranks skip a receive or a send (exact at P = 32).
 #include "skeletons/builder/builder.hpp"
+#include "skeletons/builder/fold.hpp"
 #include "skeletons/builder/holdout.hpp"
 #include "skeletons/builder/topology.hpp"
 #include "skeletons/error.hpp"
@@ -230,6 +231,34 @@ TEST(TopologyBuild, DecompositionFormsAndDecimalCoefficients) {
       s.push_back({{{"P", P}, {"N", N}}, 16 * N * N * N / (P * side), "run"});
     }
   EXPECT_EQ(b::decomposition_fit(s, {"N"}), "16*N^3/(P*dims(P, 2, 1))");
+  // a parameter's block over one side of the grid is written as ceil(N / side), an integer at every P (SUMMA's
+  // panel 8 nb mx, mx = ceil(N / Px)), the largest parameter taken as the one divided
+  std::vector<b::Sample> panel;
+  for (double P : {2.0, 4.0, 8.0, 9.0})
+    for (double N : {96.0, 192.0})
+      for (double nb : {16.0, 32.0}) {
+        const double px = P == 2 ? 2 : P == 8 ? 4 : std::sqrt(P);  // dims(P, 2, 0)
+        panel.push_back({{{"P", P}, {"N", N}, {"nb", nb}}, 8 * nb * N / px, "run"});
+      }
+  EXPECT_EQ(b::decomposition_fit(panel, {"N", "nb"}), "8*nb*ceil(N / dims(P, 2, 0))");
+  // a block owner's ratio nb / ceil(N / Py): the runs' ranges of ratios (0 0 1 2 2 3 at nb / my = 2/3) decide it
+  std::vector<b::Vars> at;
+  std::vector<std::pair<std::int64_t, std::int64_t>> truth;  // nb, my
+  for (double P : {2.0, 4.0, 6.0, 8.0})
+    for (double nb : {16.0, 32.0}) {
+      const double py = P == 6 ? 2 : P == 8 ? 2 : P == 4 ? 2 : 1;  // dims(P, 2, 1)
+      at.push_back({{"P", P}, {"N", 96}, {"nb", nb}});
+      truth.emplace_back(static_cast<std::int64_t>(nb), static_cast<std::int64_t>(std::ceil(96 / py)));
+    }
+  const auto [num, den] = b::block_ratio_fit(at, {"N", "nb"}, [&](std::size_t i, std::int64_t n, std::int64_t d) {
+    std::vector<std::int64_t> owners;
+    for (std::int64_t k = 0; k < 96 / truth[i].first; ++k) owners.push_back(k * truth[i].first / truth[i].second);
+    if (owners.back() == owners.front()) return true;  // one owner (Py = 1): any ratio below 1 / panels
+    const auto r = b::ratio_form(owners);
+    return r && r->contains(n, d);
+  });
+  EXPECT_EQ(num, "nb");
+  EXPECT_EQ(den, "ceil(N / dims(P, 2, 1))");
   EXPECT_TRUE(b::has_decimal_literal("17.4852 - 16.48*log2(P)"));
   EXPECT_FALSE(b::has_decimal_literal("c01_cart.rank + 1"));
 }

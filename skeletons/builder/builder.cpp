@@ -2347,8 +2347,7 @@ class Builder {
       std::vector<std::int64_t> values;  // per iteration, or one value
     };
     std::vector<Obs> obs;
-    std::vector<Sample> base, step, len, offset;
-    std::vector<Sample> low, start, cstep, period;  // cycle_form's, of the occurrences that wrap
+    std::vector<std::string> obs_run;
     for (const Occ& o : u.occ)
       for (std::size_t k = 0; k < o.nodes.size(); ++k) {
         const Member& m = members_[shapes_[o.shape][k]];
@@ -2358,23 +2357,8 @@ class Builder {
         else x.values = {scalar(c)};
         if (ranked)
           for (std::int64_t& r : x.values) r = topo_->to_comm_rank(trun(m), m.rank, c.comm, static_cast<int>(r));
-        if (x.values.size() > 1 && !step_form(x.values)) {
-          const std::optional<Cycle> cy = cycle_form(x.values);
-          if (!cy) return "";
-          low.push_back({x.vars, static_cast<double>(cy->low), m.run->name});
-          start.push_back({x.vars, static_cast<double>(cy->start), m.run->name});
-          cstep.push_back({x.vars, static_cast<double>(cy->step), m.run->name});
-          period.push_back({x.vars, static_cast<double>(cy->period), m.run->name});
-        } else if (x.values.size() > 1) {
-          const std::optional<Steps> st = step_form(x.values);
-          base.push_back({x.vars, static_cast<double>(st->base), m.run->name});
-          step.push_back({x.vars, static_cast<double>(st->step), m.run->name});
-          len.push_back({x.vars, static_cast<double>(st->len), m.run->name});
-          offset.push_back({x.vars, static_cast<double>(st->offset), m.run->name});
-        } else {
-          base.push_back({x.vars, static_cast<double>(x.values.front()), m.run->name});
-        }
         obs.push_back(std::move(x));
+        obs_run.push_back(m.run->name);
       }
     auto exact = [&](const std::vector<Sample>& smp) -> std::string {
       bool all_same = true;
@@ -2392,43 +2376,106 @@ class Builder {
       return x.find_first_not_of("0123456789.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_") == std::string::npos;
     };
     auto par = [&](const std::string& x) { return atom(x) ? x : "(" + x + ")"; };
-    std::string t;
-    if (!low.empty()) {  // low + (start + step*k) % period
-      const std::string lo = exact(low), st = exact(start), sp = exact(cstep), pe = exact(period);
-      if (lo.empty() || st.empty() || sp.empty() || pe.empty()) return "";
-      const std::string kk = sp == "1" ? k : par(sp) + "*" + k;
-      t = "(" + (st == "0" ? kk : st + " + " + kk) + ") % " + par(pe);
-      if (lo != "0") t = par(lo) + " + " + t;
-    } else {
-      const std::string b = exact(base), a = exact(step), l = exact(len), off = exact(offset);
-      if (b.empty() || a.empty() || l.empty() || off.empty()) return "";
-      const std::string shifted = off == "0" ? k : k + " + " + off;
-      t = l == "1" ? shifted : "floor(" + (off == "0" ? k : "(" + shifted + ")") + " / " + par(l) + ")";
-      if (a != "1") t = par(a) + "*" + (t == shifted && off != "0" ? "(" + t + ")" : t);
-      if (b != "0") t = par(b) + " + " + t;
-    }
-    // the check: the text as the replay engine reads it, at every iteration of every rank
-    SymbolTable sym;
-    sym.add("P");
-    sym.add("rank");
-    for (const std::string& p : params_) sym.add(p);
-    const int kslot = sym.add(k);
-    Expr e;
-    try {
-      e = parse_expr(t, sym);
-    } catch (const std::exception&) {
-      return "";
-    }
-    std::vector<double> frame(sym.size(), 0.0);
-    for (const Obs& x : obs) {
-      frame[0] = x.vars.at("P");
-      frame[1] = x.vars.at("rank");
-      for (std::size_t i = 0; i < params_.size(); ++i) frame[2 + i] = x.vars.at(params_[i]);
-      for (std::size_t i = 0; i < x.values.size(); ++i) {
-        frame[static_cast<std::size_t>(kslot)] = static_cast<double>(i);
-        if (e.eval(frame) != static_cast<double>(x.values[i])) return "";
+    // step functions and cycles: base + step*floor((k + offset) / len) or low + (start + step*k) % period
+    auto steps_text = [&]() -> std::string {
+      std::vector<Sample> base, step, len, offset;
+      std::vector<Sample> low, start, cstep, period;  // cycle_form's, of the occurrences that wrap
+      for (std::size_t i = 0; i < obs.size(); ++i) {
+        const Obs& x = obs[i];
+        const std::string& run = obs_run[i];
+        if (x.values.size() > 1 && !step_form(x.values)) {
+          const std::optional<Cycle> cy = cycle_form(x.values);
+          if (!cy) return "";
+          low.push_back({x.vars, static_cast<double>(cy->low), run});
+          start.push_back({x.vars, static_cast<double>(cy->start), run});
+          cstep.push_back({x.vars, static_cast<double>(cy->step), run});
+          period.push_back({x.vars, static_cast<double>(cy->period), run});
+        } else if (x.values.size() > 1) {
+          const std::optional<Steps> st = step_form(x.values);
+          base.push_back({x.vars, static_cast<double>(st->base), run});
+          step.push_back({x.vars, static_cast<double>(st->step), run});
+          len.push_back({x.vars, static_cast<double>(st->len), run});
+          offset.push_back({x.vars, static_cast<double>(st->offset), run});
+        } else {
+          base.push_back({x.vars, static_cast<double>(x.values.front()), run});
+        }
       }
-    }
+      std::string t;
+      if (!low.empty()) {
+        const std::string lo = exact(low), st = exact(start), sp = exact(cstep), pe = exact(period);
+        if (lo.empty() || st.empty() || sp.empty() || pe.empty()) return "";
+        const std::string kk = sp == "1" ? k : par(sp) + "*" + k;
+        t = "(" + (st == "0" ? kk : st + " + " + kk) + ") % " + par(pe);
+        if (lo != "0") t = par(lo) + " + " + t;
+      } else {
+        const std::string b = exact(base), a = exact(step), l = exact(len), off = exact(offset);
+        if (b.empty() || a.empty() || l.empty() || off.empty()) return "";
+        const std::string shifted = off == "0" ? k : k + " + " + off;
+        t = l == "1" ? shifted : "floor(" + (off == "0" ? k : "(" + shifted + ")") + " / " + par(l) + ")";
+        if (a != "1") t = par(a) + "*" + (t == shifted && off != "0" ? "(" + t + ")" : t);
+        if (b != "0") t = par(b) + " + " + t;
+      }
+      return t;
+    };
+    // a block owner's (ratio_form): first + scale*floor(k*num / den), where the steps are of unequal length in
+    // some run, or of lengths no exact expression gives (a step function of few iterations is also a ratio's)
+    auto ratio_text = [&]() -> std::string {
+      std::vector<Sample> first, scale;
+      std::vector<Vars> at;
+      std::vector<RatioRange> ratios;
+      for (std::size_t i = 0; i < obs.size(); ++i) {
+        const Obs& x = obs[i];
+        first.push_back({x.vars, static_cast<double>(x.values.front()), obs_run[i]});
+        if (x.values.size() < 2) continue;
+        const std::optional<RatioRange> rr = ratio_form(x.values);
+        if (!rr) return "";
+        Vars v = x.vars;
+        v.erase("rank");
+        at.push_back(std::move(v));
+        ratios.push_back(*rr);
+        scale.push_back({x.vars, static_cast<double>(rr->scale), obs_run[i]});
+      }
+      if (ratios.empty()) return "";
+      const std::string b = exact(first), m = exact(scale);
+      if (b.empty() || m.empty()) return "";
+      const auto [num, den] = block_ratio_fit(at, params_, [&](std::size_t i, std::int64_t n, std::int64_t d) {
+        return ratios[i].contains(n, d);
+      });
+      if (num.empty()) return "";
+      const std::string over = den.find('*') == std::string::npos ? den : "(" + den + ")";
+      std::string t = den == "1" ? (num == "1" ? k : k + "*" + num) : "floor(" + (num == "1" ? k : k + "*" + num) + " / " + over + ")";
+      if (m != "1") t = par(m) + "*" + t;
+      if (b != "0") t = par(b) + " + " + t;
+      return t;
+    };
+    // the check: the text as the replay engine reads it, at every iteration of every rank
+    auto reproduces = [&](const std::string& t) {
+      SymbolTable sym;
+      sym.add("P");
+      sym.add("rank");
+      for (const std::string& p : params_) sym.add(p);
+      const int kslot = sym.add(k);
+      Expr e;
+      try {
+        e = parse_expr(t, sym);
+      } catch (const std::exception&) {
+        return false;
+      }
+      std::vector<double> frame(sym.size(), 0.0);
+      for (const Obs& x : obs) {
+        frame[0] = x.vars.at("P");
+        frame[1] = x.vars.at("rank");
+        for (std::size_t i = 0; i < params_.size(); ++i) frame[2 + i] = x.vars.at(params_[i]);
+        for (std::size_t i = 0; i < x.values.size(); ++i) {
+          frame[static_cast<std::size_t>(kslot)] = static_cast<double>(i);
+          if (e.eval(frame) != static_cast<double>(x.values[i])) return false;
+        }
+      }
+      return true;
+    };
+    std::string t = steps_text();
+    if (t.empty() || !reproduces(t)) t = ratio_text();
+    if (t.empty() || !reproduces(t)) return "";
     fits[field] = {{"expr", t}, {"form", "iteration"}, {"var", k}};
     return t;
   }

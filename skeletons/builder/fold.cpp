@@ -1,6 +1,7 @@
 #include "skeletons/builder/fold.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <functional>
 #include <cmath>
 #include <cstdio>
@@ -676,6 +677,29 @@ std::optional<Cycle> cycle_form(const std::vector<std::int64_t>& v) {
   return c;
 }
 
+bool RatioRange::contains(std::int64_t num, std::int64_t den) const {
+  using W = long double;  // exact for the products of two numbers below 2^32 that ratios here are
+  return W(num) * lo_den >= W(lo_num) * den && W(num) * hi_den < W(hi_num) * den;
+}
+
+std::optional<RatioRange> ratio_form(const std::vector<std::int64_t>& v) {
+  if (v.size() < 3) return std::nullopt;
+  using W = long double;  // exact for the products of two numbers below 2^32 that ratios here are
+  std::int64_t g = 0;  // the increments' common factor (world ranks of a column's members: 2 floor(2k / 3))
+  for (const std::int64_t x : v) g = std::gcd(g, x - v[0]);
+  if (g == 0) return std::nullopt;
+  // d_k <= k r < d_k + 1 for every k >= 1, d_k = (v[k] - v[0]) / g: r >= d_k / k and r < (d_k + 1) / k
+  const std::int64_t d1 = (v[1] - v[0]) / g;
+  RatioRange r{d1, 1, d1 + 1, 1, g};
+  for (std::size_t i = 2; i < v.size(); ++i) {
+    const std::int64_t k = static_cast<std::int64_t>(i), d = (v[i] - v[0]) / g;
+    if (W(d) * r.lo_den > W(r.lo_num) * k) r.lo_num = d, r.lo_den = k;
+    if (W(d + 1) * r.hi_den < W(r.hi_num) * k) r.hi_num = d + 1, r.hi_den = k;
+  }
+  if (W(r.lo_num) * r.hi_den >= W(r.hi_num) * r.lo_den) return std::nullopt;
+  return r;
+}
+
 namespace {
 
 // Calls at one place of consecutive loops' bodies that may be one call whose numbers change with the iteration.
@@ -707,8 +731,17 @@ bool bodies_compatible(const Seq& a, const Seq& b) {
   return true;
 }
 
+// A block owner's sequence (ratio_form) that changes at least twice: one change alone is a first or last
+// iteration that differs (a peeled iteration, a size of the first message), which folding keeps apart.
+bool owners(const std::vector<std::int64_t>& v) {
+  int changes = 0;
+  for (std::size_t k = 1; k < v.size(); ++k) changes += v[k] != v[k - 1];
+  return changes >= 2 && ratio_form(v).has_value();
+}
+
 // The loops s[a, b) as one indexed loop, when every number that differs between their iterations is a step
-// function of the iteration (step_form); false (s untouched) otherwise.
+// function of the iteration (step_form), a cycle (cycle_form) or a block owner's (ratio_form); false (s
+// untouched) otherwise.
 bool merge_loops(Seq& s, std::size_t a, std::size_t b) {
   constexpr std::uint64_t MAX_ITERATIONS = 1u << 16;
   std::uint64_t total = 0;
@@ -729,7 +762,7 @@ bool merge_loops(Seq& s, std::size_t a, std::size_t b) {
         out.insert(out.end(), l.count, x);
       }
       if (!differs) out.clear();
-      return out.empty() || step_form(out).has_value() || cycle_form(out).has_value();
+      return out.empty() || step_form(out).has_value() || cycle_form(out).has_value() || owners(out);
     };
     if (!field(iv.peer, [](const Call& x) { return std::int64_t{x.peer}; }) ||
         !field(iv.tag, [](const Call& x) { return std::int64_t{x.tag}; }) ||
@@ -983,25 +1016,63 @@ bool states_work(const Seq& s) {
   return false;
 }
 
-// FoldOptions::index_loops, innermost loops first.
+// FoldOptions::index_loops, innermost loops first: a run of consecutive loops with compatible bodies, and of single
+// iterations between them (w nodes compatible with the body: the iteration of a block owner's loop whose numbers
+// repeat no other, SUMMA's panels where nb does not divide the block), is one indexed loop when merge_loops takes
+// it. Runs of plain iterations alone are index_call_runs'.
 void index_loops(Seq& s) {
   for (Node& n : s)
     if (auto* l = std::get_if<Loop>(&n.op); l && !l->branch) {
       index_loops(l->body);
       rehash(n);
     }
+  auto mergeable = [](const Node& n) -> const Loop* {
+    const auto* l = std::get_if<Loop>(&n.op);
+    return l && !l->branch && !l->indexed ? l : nullptr;
+  };
+  auto window_fits = [&](std::size_t from, const Seq& body) {
+    if (from + body.size() > s.size()) return false;
+    const Seq w(s.begin() + static_cast<std::ptrdiff_t>(from), s.begin() + static_cast<std::ptrdiff_t>(from + body.size()));
+    return bodies_compatible(body, w);
+  };
   for (std::size_t i = 0; i < s.size(); ++i) {
-    const auto* first = std::get_if<Loop>(&s[i].op);
-    if (!first || first->branch || first->indexed) continue;
-    std::size_t j = i + 1;
-    while (j < s.size()) {
-      const auto* l = std::get_if<Loop>(&s[j].op);
-      if (!l || l->branch || l->indexed || !bodies_compatible(first->body, l->body)) break;
-      ++j;
+    // the body: the loop's at i, or the first loop's after an iteration of it at i
+    const Seq* body = nullptr;
+    if (const Loop* l = mergeable(s[i])) body = &l->body;
+    for (std::size_t j = i + 1; !body && j < s.size() && j - i <= 64; ++j)
+      if (const Loop* l = mergeable(s[j]); l && l->body.size() == j - i && window_fits(i, l->body)) body = &l->body;
+    if (!body) continue;
+    // [from, to) of each loop or single iteration of the run from i
+    std::vector<std::pair<std::size_t, std::size_t>> items;
+    std::vector<bool> is_loop;
+    for (std::size_t p = i; p < s.size();) {
+      if (const Loop* l = mergeable(s[p]); l && bodies_compatible(*body, l->body)) {
+        items.emplace_back(p, p + 1), is_loop.push_back(true), ++p;
+      } else if (!body->empty() && window_fits(p, *body)) {
+        items.emplace_back(p, p + body->size()), is_loop.push_back(false), p += body->size();
+      } else {
+        break;
+      }
     }
-    // the longest run of loops that merges, from i
-    for (std::size_t e = j; e >= i + 2; --e)
-      if (merge_loops(s, i, e)) break;
+    // single iterations only beside two loops or more: one iteration before or after one loop is a first or last
+    // iteration that differs, which stays apart
+    auto allowed = [&](std::size_t e) {  // the first e items
+      const auto n = static_cast<std::size_t>(std::count(is_loop.begin(), is_loop.begin() + static_cast<std::ptrdiff_t>(e), true));
+      return e >= 2 && n >= 1 && (n == e || n >= 2);
+    };
+    if (items.size() < 2) continue;
+    Seq run;
+    for (std::size_t t = 0; t < items.size(); ++t) {
+      const auto [from, to] = items[t];
+      run.push_back(is_loop[t] ? s[from]
+                               : loop_node(Seq(s.begin() + static_cast<std::ptrdiff_t>(from), s.begin() + static_cast<std::ptrdiff_t>(to)), 1));
+    }
+    // the longest run that merges, from i
+    for (std::size_t e = items.size(); e >= 2; --e)
+      if (allowed(e) && merge_loops(run, 0, e)) {
+        replace_range(s, i, items[e - 1].second, std::move(run.front()));
+        break;
+      }
   }
 }
 

@@ -61,6 +61,20 @@ struct Cycle {
 /** @brief The cycle that gives v[k] for every k, when v wraps at least once (else step_form says it). */
 std::optional<Cycle> cycle_form(const std::vector<std::int64_t>& v);
 
+/** @brief The ratios r for which v[k] = v[0] + scale * floor(k r) at every k: lo <= r < hi, lo = lo_num / lo_den
+ *  and hi = hi_num / hi_den (denominators > 0), scale the increments' greatest common divisor. A block owner's
+ *  sequence: SUMMA's panel k belongs to process column floor(k nb / ceil(N / Py)), steps of unequal length where
+ *  nb does not divide the block. */
+struct RatioRange {
+  std::int64_t lo_num = 0, lo_den = 1, hi_num = 0, hi_den = 1;
+  std::int64_t scale = 1;
+  /** @brief Whether num / den (den > 0) is in [lo, hi). */
+  bool contains(std::int64_t num, std::int64_t den) const;
+};
+/** @brief The range of ratios that gives v (ratio_form's sequence), when there is one and v has three values
+ *  or more. */
+std::optional<RatioRange> ratio_form(const std::vector<std::int64_t>& v);
+
 /** @brief One MPI call (or annotation) of a rank, with everything that makes two calls the same. */
 struct Call {
   trace::Kind kind{};

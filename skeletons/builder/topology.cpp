@@ -126,6 +126,63 @@ std::string grid_rank_fit(const std::vector<Sample>& samples, const std::vector<
   return chosen;
 }
 
+std::pair<std::string, std::string> block_ratio_fit(
+    const std::vector<Vars>& vars, const std::vector<std::string>& params,
+    const std::function<bool(std::size_t, std::int64_t, std::int64_t)>& accept) {
+  if (vars.empty()) return {};
+  std::vector<std::string> names{"P"};
+  for (const std::string& p : params) names.push_back(p);
+  std::vector<std::string> sides;
+  for (int d = 2; d <= 3; ++d)
+    for (int i = 0; i < d; ++i) sides.push_back("dims(P, " + std::to_string(d) + ", " + std::to_string(i) + ")");
+  std::vector<std::string> atoms{"P"};
+  for (const std::string& p : params) atoms.push_back(p);
+  atoms.insert(atoms.end(), sides.begin(), sides.end());
+  for (const std::string& p : params) {
+    atoms.push_back("ceil(" + p + " / P)");
+    for (const std::string& d : sides) atoms.push_back("ceil(" + p + " / " + d + ")");
+  }
+  // each atom's value at every observation; atoms that are not positive integers everywhere are left out
+  std::vector<std::string> text;
+  std::vector<std::vector<std::int64_t>> value;
+  for (const std::string& a : atoms) {
+    const Feature f(a, names, true);
+    std::vector<std::int64_t> v;
+    for (const Vars& x : vars) {
+      const double y = f.eval(x);
+      if (!(y >= 1) || y > 1e9 || y != std::floor(y)) break;
+      v.push_back(static_cast<std::int64_t>(y));
+    }
+    if (v.size() != vars.size()) continue;
+    if (std::find(value.begin(), value.end(), v) != value.end()) continue;  // the same as an earlier atom here
+    text.push_back(a);
+    value.push_back(std::move(v));
+  }
+  // products of at most two atoms (1 first), fewest factors first
+  struct Term {
+    std::string text;
+    int factors;
+    std::vector<std::int64_t> v;
+  };
+  std::vector<Term> terms{{"1", 0, std::vector<std::int64_t>(vars.size(), 1)}};
+  for (std::size_t i = 0; i < text.size(); ++i) terms.push_back({text[i], 1, value[i]});
+  for (std::size_t i = 0; i < text.size(); ++i)
+    for (std::size_t j = i; j < text.size(); ++j) {
+      Term t{text[i] + "*" + text[j], 2, value[i]};
+      for (std::size_t r = 0; r < vars.size(); ++r) t.v[r] *= value[j][r];
+      terms.push_back(std::move(t));
+    }
+  for (int total = 1; total <= 4; ++total)
+    for (const Term& num : terms)
+      for (const Term& den : terms) {
+        if (num.factors + den.factors != total) continue;
+        bool ok = true;
+        for (std::size_t r = 0; ok && r < vars.size(); ++r) ok = accept(r, num.v[r], den.v[r]);
+        if (ok) return {num.text, den.text};
+      }
+  return {};
+}
+
 std::string decomposition_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params,
                               const std::function<bool(const std::string&)>& accept) {
   if (samples.empty()) return "";
@@ -193,6 +250,31 @@ std::string decomposition_fit(const std::vector<Sample>& samples, const std::vec
         const double p = std::round(ratio * q);
         if (p < 1 || std::fabs(p - ratio * q) > 1e-7 * q) continue;
         std::string coef = std::to_string(static_cast<long long>(p));
+        // A block of a parameter over a side of the grid (or P) is that parameter's block, ceil(N / side): an
+        // integer at every P, as a program that splits N unevenly gives its largest blocks; written so when it
+        // reproduces the runs (the parameter divides there), the largest parameter taken as the one divided
+        const std::string& side = divisors[c.divisor];
+        if (q == 1 && under.empty() && (side == "P" || side.rfind("dims(", 0) == 0)) {
+          int split = -1, r = c.combo;
+          for (std::size_t i = 0; i < np; ++i, r /= 5)
+            if (EXP[r % 5] == 1 && (split < 0 || samples.front().vars.at(params[i]) > samples.front().vars.at(params[static_cast<std::size_t>(split)])))
+              split = static_cast<int>(i);
+          if (split >= 0) {
+            std::string rest = p == 1 ? "" : coef;
+            r = c.combo;
+            for (std::size_t i = 0; i < np; ++i, r /= 5) {
+              const int e = EXP[r % 5];
+              if (e <= 0 || static_cast<int>(i) == split) continue;
+              rest += (rest.empty() ? "" : "*") + params[i] + (e > 1 ? "^" + std::to_string(e) : "");
+            }
+            const std::string block = "ceil(" + params[static_cast<std::size_t>(split)] + " / " + side + ")";
+            const std::string text = rest.empty() ? block : rest + "*" + block;
+            const Feature g(text, names, true);
+            bool same = true;
+            for (const Sample& x : samples) same = same && g.eval(x.vars) == x.value;
+            if (same && (!accept || accept(text))) return text;
+          }
+        }
         std::string text = (mono.empty() ? coef : (p == 1 ? mono : coef + "*" + mono));
         if (ldiv_free != "1") text += "/" + ldiv_free;
         if (q > 1) text = "(" + text + ")/" + std::to_string(q);

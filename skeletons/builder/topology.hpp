@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mksim::skeletons::builder {
@@ -91,6 +92,14 @@ bool has_decimal_literal(const std::string& text);
  *  P = 4, 8, 16). */
 std::string decomposition_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params,
                               const std::function<bool(const std::string&)>& accept = {});
+
+/** @brief A block owner's ratio: the first num / den, each a product of at most two of P, the parameters, the
+ *  sides of MPI_Dims_create(P, 2 or 3) and the blocks ceil(parameter / side) (fewest factors first), whose
+ *  values at every observation's variables `accept` takes (num >= 0, den > 0, both integers); empty texts when
+ *  none (SUMMA's panel owner floor(k nb / ceil(N / Py)): num "nb", den "ceil(N / dims(P, 2, 1))"). */
+std::pair<std::string, std::string> block_ratio_fit(
+    const std::vector<Vars>& vars, const std::vector<std::string>& params,
+    const std::function<bool(std::size_t, std::int64_t, std::int64_t)>& accept);
 
 /** @brief A peer of a program that numbers its ranks on a grid it computes itself (no topology call
  *  traced: SimGrid TI traces, codes that factor P): a neighbour at offsets (-1..1 per dimension, not
