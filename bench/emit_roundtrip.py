@@ -48,7 +48,7 @@ CASES = {
     "summa": (EX + "/summa.json", [2, 4, 6, 8, 9], {"N": 96, "nb": 16}, {"N": [192], "nb": [32]},
               "2-9,12,16,17,32,64,256", "N=96:384,nb=16:32"),
     "master_worker": (EX + "/master_worker.json", [2, 4, 6, 8], {"tasks": 24, "short_flops": 200000, "long_flops": 5000000},
-                      {"tasks": [48]}, "2-9,12,16,17,32,64,256", "tasks=24:100,short_flops=200000,long_flops=5000000"),
+                      {"tasks": [48, 8]}, "2-9,12,16,17,32,64,256", "tasks=24:100,short_flops=200000,long_flops=5000000"),
     "features": (ROOT + "/tests/data/emit_features.json", [2, 4, 6, 8], {"K": 12}, {"K": [24]},
                  "2-9,12,16", "K=12:36"),
 }

@@ -174,6 +174,43 @@ TEST(EmitRoundTrip, CgSameWithConditionsFlattened) {
   EXPECT_TRUE(flat.same()) << b::format_diff(flat);
 }
 
+// SUMMA: panel k's broadcasts come from its owners, min(floor(k nb / my), Py - 1) on the row and the same with mx
+// down the column (Cart_sub communicators). At P = 8 with N = 96, nb = 16 the column owners step unevenly (0 0 1 2 2
+// 3: nb / mx = 2/3), neither a step function nor a cycle: the builder reads them as a block owner's (ratio_form) and
+// writes floor(k1*nb / ceil(N / dims(P, 2, 0))), the sizes 8*nb*ceil(N / side). Strictly the same, also at P and N
+// where N does not divide (P = 5, 7, 17).
+TEST(EmitRoundTrip, SummaIsStrictlyTheSame) {
+  const RoundTrip rt = round_trip(SRC + "/skeletons/examples/summa.json", "summa",
+                                  {{2, {{"N", 96}, {"nb", 16}}}, {4, {{"N", 96}, {"nb", 16}}}, {6, {{"N", 96}, {"nb", 16}}},
+                                   {8, {{"N", 96}, {"nb", 16}}}, {9, {{"N", 96}, {"nb", 16}}}, {4, {{"N", 192}, {"nb", 16}}},
+                                   {6, {{"N", 96}, {"nb", 32}}}, {8, {{"N", 96}, {"nb", 32}}}});
+  exact_where_traced(rt);
+  const b::DiffReport r = b::diff_skeletons(rt.original, rt.rebuilt, untraced({{{"N", 96}, {"nb", 16}}, {{"N", 384}, {"nb", 32}}}));
+  EXPECT_TRUE(r.same()) << b::format_diff(r);
+  EXPECT_EQ(r.points, 26u);
+}
+
+// master_worker: the master's first round is min(depth*W, tasks) and its steady loop runs tasks - depth*W rounds
+// only where that is positive; traced with fewer tasks than 2 (P - 1) at P = 6 and 8, the builder writes the first
+// round as min(2*(P-1), tasks) (a count cut by a parameter) and puts the steady loop under `rank == 0 && (tasks -
+// 2*(P-1)) > 0` (the ranks that run it are those where its loop runs). The original's master and workers are two
+// programs, the rebuilt's `if` blocks in another order: rank by rank (--flatten-conditions) the structure is the
+// same, and every operation at P and task counts never traced. Compute is a draw per task (p_long), compared by
+// bench/emit_roundtrip.py as a sum over ranks.
+TEST(EmitRoundTrip, MasterWorkerSameRankByRank) {
+  const Point base{{"tasks", 24}, {"short_flops", 200000}, {"long_flops", 5000000}};
+  auto with = [&](double tasks) { Point p = base; p["tasks"] = tasks; return p; };
+  const RoundTrip rt = round_trip(SRC + "/skeletons/examples/master_worker.json", "master_worker",
+                                  {{2, base}, {4, base}, {6, base}, {8, base}, {4, with(48)}, {6, with(8)}, {8, with(8)}});
+  b::DiffOptions o = untraced({with(24), with(100), with(9)});
+  const b::DiffReport ops = [&] { b::DiffOptions x = o; x.structure = false; return b::diff_skeletons(rt.original, rt.rebuilt, x); }();
+  EXPECT_TRUE(ops.same()) << b::format_diff(ops);
+  o.flatten_conditions = true;
+  const b::DiffReport flat = b::diff_skeletons(rt.original, rt.rebuilt, o);
+  EXPECT_TRUE(flat.same()) << b::format_diff(flat);
+  EXPECT_NE(b::format_diff(flat).find("structure compared rank by rank"), std::string::npos) << b::format_diff(flat);
+}
+
 // coin_ring (tests/skelbuild_branch_test.cpp): its skeleton, built from the real program's traces, has a `prob` branch
 // that sends and its partner's that receives, sharing a coin. Emitted, traced and rebuilt, it comes back with the same
 // structure and coins, and probabilities within 0.02 of the original's (each is a fraction of some thousands of

@@ -1543,6 +1543,53 @@ class Builder {
     return "";
   }
 
+  // A count or size cut by another quantity: min(f, g) or max(f, g), g one of the parameters, P or P-1 and f an
+  // exact expression of the runs where the quantity is not g (a master's first round, min(2*(P-1), tasks), when
+  // some traced run has fewer tasks than 2 (P - 1)); each side from two traced runs or more. "" when none
+  // reproduces every sample.
+  std::string min_max_fit(const std::vector<Sample>& samples, bool allow_rank) const {
+    std::vector<std::string> names{"P", "rank"};
+    for (const std::string& p : params_) names.push_back(p);
+    std::vector<std::string> cuts = params_;
+    cuts.push_back("P");
+    cuts.push_back("P-1");
+    auto runs = [](const std::vector<Sample>& v) {
+      std::set<std::string> r;
+      for (const Sample& x : v) r.insert(x.run);
+      return r.size();
+    };
+    for (const std::string& cut : cuts) {
+      const Feature g(cut, names, true);
+      std::vector<Sample> at_cut, rest;
+      for (const Sample& x : samples) (g.eval(x.vars) == x.value ? at_cut : rest).push_back(x);
+      if (runs(at_cut) < 2 || runs(rest) < 2) continue;
+      FitOptions fo;
+      fo.integer = true;
+      fo.allow_rank = allow_rank;
+      const Fit f = fit_quantity(rest, params_, fo);
+      if (!f.exact || has_decimal_literal(f.expr)) continue;
+      std::optional<Feature> fe;
+      try {
+        fe.emplace(f.expr, names, false);
+      } catch (const std::exception&) {
+        continue;
+      }
+      bool above = true, below = true;  // f >= the quantity where it is g (min), or f <= it (max)
+      for (const Sample& x : at_cut) {
+        const double v = fe->eval(x.vars);
+        above = above && v >= x.value;
+        below = below && v <= x.value;
+      }
+      if (!above && !below) continue;
+      const std::string text = std::string(above ? "min(" : "max(") + f.expr + ", " + cut + ")";
+      const Feature h(text, names, false);
+      bool all = true;
+      for (const Sample& x : samples) all = all && h.eval(x.vars) == x.value;
+      if (all) return text;
+    }
+    return "";
+  }
+
   std::string fit_int(const std::vector<Sample>& samples, const std::string& where, nlohmann::json& fits,
                       const char* field, bool allow_rank) {
     bool all_same = true;
@@ -1562,6 +1609,11 @@ class Builder {
         if (const std::string l = log_count_fit(samples); !l.empty()) {
           fits[field] = {{"expr", l}, {"form", "log"}};
           return l;
+        }
+      if (std::string(field) == "count" || std::string(field) == "size")
+        if (const std::string m = min_max_fit(samples, allow_rank); !m.empty()) {
+          fits[field] = {{"expr", m}, {"form", "cut"}};
+          return m;
         }
       // Sizes folded as statistics (iterations that differ by data, vary.hpp) are means, not a program's exact
       // integers: they are regressed, and the domain guard holds the model at every P (never below 0). Every
@@ -2087,6 +2139,52 @@ class Builder {
     return dist;
   }
 
+  // A part that some runs skip because its loop has nothing to do there (a master's steady loop, tasks - 2*(P-1)
+  // rounds, where the first round took every task): "R && (COUNT) > 0", R the condition on rank of the members
+  // in `here` found from the runs where some member runs the part, COUNT its first loop's count (after compute
+  // blocks), when COUNT is at least 1 at every member in `here` and at most 0 at every other member of `context`
+  // that R selects; "" otherwise.
+  std::string count_condition(const nlohmann::json& then, const std::vector<bool>& here, const std::vector<bool>& context) {
+    const nlohmann::json* loop = nullptr;
+    for (const nlohmann::json& b : then) {
+      if (b.value("op", "") == "compute") continue;
+      if (b.value("op", "") == "loop") loop = &b;
+      break;
+    }
+    if (!loop || !loop->contains("count") || !(*loop)["count"].is_string()) return "";
+    const std::string count = (*loop)["count"];
+    if (count.find("no_exact_expression") != std::string::npos) return "";
+    std::vector<std::string> names{"P", "rank"};
+    for (const std::string& p : params_) names.push_back(p);
+    std::optional<Feature> f;
+    try {
+      f.emplace(count, names, false);
+    } catch (const std::exception&) {
+      return "";
+    }
+    // the runs where some member runs it, and a condition on rank there
+    std::vector<RunLabels> labels = labels_of(here), present;
+    for (const RunLabels& l : labels)
+      if (std::find(l.member.begin(), l.member.end(), true) != l.member.end()) present.push_back(l);
+    if (present.empty() || present.size() == labels.size()) return "";
+    const GroupPredicate g = find_group_predicate(present, predicate_options_);
+    if (!g.found) return "";
+    std::optional<Feature> r;
+    try {
+      r.emplace(g.text, names, false);
+    } catch (const std::exception&) {
+      return "";
+    }
+    for (std::size_t m = 0; m < members_.size(); ++m) {
+      if (!context[m]) continue;
+      const Vars v = vars_of(members_[m]);
+      const double c = f->eval(v);
+      if (here[m] ? !(c >= 1) : r->eval(v) != 0 && !(c <= 0)) return "";
+    }
+    const std::string rank_part = g.text.find("||") == std::string::npos ? g.text : "(" + g.text + ")";
+    return rank_part + " && (" + count + ") > 0";
+  }
+
   // The blocks of a list of union nodes whose enclosing block runs on the members `context`.
   nlohmann::json emit_list(const std::vector<UNode>& list, const std::vector<bool>& context, const std::string& where) {
     nlohmann::json body = nlohmann::json::array();
@@ -2108,8 +2206,12 @@ class Builder {
             if (const NeighbourTag* t = neighbour_tag(list[k])) neighbour_hints_.push_back(t);
           const std::string cond = condition(here, at);
           neighbour_hints_.clear();
-          if (!cond.empty()) {
-            body.push_back({{"op", "if"}, {"cond", cond}, {"then", then}});
+          const std::string runs_it = cond.empty() ? count_condition(then, here, context) : "";
+          if (!cond.empty() || !runs_it.empty()) {
+            body.push_back({{"op", "if"}, {"cond", cond.empty() ? runs_it : cond}, {"then", then}});
+            if (cond.empty())
+              result.warnings.push_back(at + ": the ranks that run this part follow no condition on rank; they are those where "
+                                        "its first loop runs (\"" + runs_it + "\"), in every traced run");
           } else {  // the share of the enclosing block's ranks, pooled over runs (data_dependent_sets)
             const auto in_here = static_cast<double>(std::count(here.begin(), here.end(), true));
             const auto in_context = static_cast<double>(std::count(context.begin(), context.end(), true));

@@ -70,6 +70,10 @@ const char* comm_kind(const Skeleton& sk, int comm) {
 struct Structure {
   const Skeleton& sk;
   bool flatten = false;
+  // one rank's structure (flatten only): its group, and the side each condition takes for it, when the condition
+  // does not depend on a loop's variable (those are dissolved, both sides kept)
+  const std::vector<double>* frame = nullptr;
+  mutable std::vector<int> loop_slots;  // variables of the loops around the node being added
 
   std::string ptr(int block) const { return sk.blocks.at(static_cast<std::size_t>(block)).pointer; }
 
@@ -80,11 +84,18 @@ struct Structure {
   void node(std::vector<Node>& out, int, const Region& r) const { add(out, r.body); }
   void node(std::vector<Node>& out, int i, const Loop& l) const {
     Node n{"loop", ptr(i), {}, {}};
+    if (l.var_slot >= 0) loop_slots.push_back(l.var_slot);
     add(n.then_body, l.body);
+    if (l.var_slot >= 0) loop_slots.pop_back();
     if (!n.then_body.empty()) out.push_back(std::move(n));
   }
   void node(std::vector<Node>& out, int i, const Branch& b) const {
     if (flatten && b.condition) {
+      const bool per_loop = std::any_of(loop_slots.begin(), loop_slots.end(), [&](int v) { return b.condition->uses(v); });
+      if (frame && !per_loop) {
+        add(out, b.condition->eval(*frame) != 0 ? b.then_body : b.else_body);
+        return;
+      }
       add(out, b.then_body);
       add(out, b.else_body);
       return;
@@ -106,6 +117,11 @@ struct Structure {
   // Rank groups as a chain of ifs on their `ranks`; the last group is the else of the chain.
   std::vector<Node> program() const {
     std::vector<Node> out;
+    if (frame) {
+      const int g = select_group(sk, *frame);
+      if (g >= 0) add(out, sk.groups[static_cast<std::size_t>(g)].body);
+      return out;
+    }
     std::vector<Node>* at = &out;
     for (std::size_t g = 0; g < sk.groups.size(); ++g) {
       if (g + 1 == sk.groups.size() || flatten) {
@@ -235,6 +251,36 @@ struct Differ {
     std::string s = describe(op);
     if (x.peer == -3) s += " [PROC_NULL]";
     return s;
+  }
+
+  // --flatten-conditions: each rank's structure in A against its structure in B, at every P of `Ps` from 2 to 8 with
+  // the point `pt`; false (nothing compared) when either side cannot be bound there.
+  bool structure_per_rank(const std::vector<int>& Ps, const std::map<std::string, double>& pt) {
+    const std::map<std::string, double> pa = declared(a, pt), pb = declared(b, pt);
+    bool any = false;
+    for (const int P : Ps) {
+      if (P < 2 || P > 8) continue;
+      std::vector<double> fa, fb;
+      CommLayout la, lb;
+      try {
+        fa = bind_parameters(a, P, pa);
+        la = layout_comms(a, fa, P);
+        fb = bind_parameters(b, P, pb);
+        lb = layout_comms(b, fb, P);
+      } catch (const SkeletonError&) {
+        continue;
+      }
+      for (int r = 0; r < P && !full(); ++r) {
+        std::vector<double> ra = fa, rb = fb;
+        bind_rank(a, ra, r, la);
+        bind_rank(b, rb, r, lb);
+        if (select_group(a, ra) < 0) break;  // a P where A cannot run (pge2 at odd P) is not compared
+        Structure sa{a, true, &ra, {}}, sb{b, true, &rb, {}};
+        structure(sa.program(), sb.program(), "", "");
+        any = true;
+      }
+    }
+    return any;
   }
 
   // The expansions of both at one (P, point).
@@ -387,13 +433,6 @@ std::string fmt(double v) {
 
 DiffReport diff_skeletons(const Skeleton& a, const Skeleton& b, const DiffOptions& opt) {
   Differ d(a, b, opt);
-  if (opt.structure) {
-    d.communicators();
-    d.structure(Structure{a, opt.flatten_conditions}.program(), Structure{b, opt.flatten_conditions}.program(), "", "");
-    if (opt.flatten_conditions) d.rep.notes.push_back("structure compared with conditions dissolved (--flatten-conditions)");
-  } else {
-    d.rep.notes.push_back("structure not compared");
-  }
   for (const Param& p : a.params)
     if (std::none_of(b.params.begin(), b.params.end(), [&](const Param& q) { return q.name == p.name; }))
       d.rep.notes.push_back("parameter " + p.name + " is declared by A only: B cannot depend on it");
@@ -413,6 +452,18 @@ DiffReport diff_skeletons(const Skeleton& a, const Skeleton& b, const DiffOption
       auto has = [&](const Skeleton& sk) { return std::any_of(sk.params.begin(), sk.params.end(), [&](const Param& q) { return q.name == name; }); };
       if (!has(a) && !has(b)) throw SkeletonError(a.file, "/params", "parameter \"" + name + "\" is declared by neither skeleton");
     }
+  if (opt.structure) {
+    d.communicators();
+    if (opt.flatten_conditions && d.structure_per_rank(opt.P, points.front())) {
+      d.rep.notes.push_back("structure compared rank by rank at P up to 8, conditions on rank, P and the parameters taken "
+                            "as each rank takes them, those on loop variables dissolved (--flatten-conditions)");
+    } else {
+      d.structure(Structure{a, opt.flatten_conditions, nullptr, {}}.program(), Structure{b, opt.flatten_conditions, nullptr, {}}.program(), "", "");
+      if (opt.flatten_conditions) d.rep.notes.push_back("structure compared with conditions dissolved (--flatten-conditions)");
+    }
+  } else {
+    d.rep.notes.push_back("structure not compared");
+  }
   for (const int P : opt.P)
     for (const auto& pt : points) {
       if (d.full()) break;
