@@ -632,7 +632,9 @@ TEST_F(TraceTest, SubCommunicatorsSendrecvAnySourceCollectivesAndAbort) {
   ASSERT_EQ(std::system((std::string(MKSIM_MPICC) + " -O1 -o " + exe.string() + " " + src.string()).c_str()), 0);
 
   const fs::path dir = tmp_ / "cov";
-  ASSERT_EQ(trace(exe.string(), 4, "", dir), 0) << slurp_text(dir.string() + ".log");
+  // OpenMPI's basic topo component for its MPI_Cart_create, as in the topology test below: this test hung once for
+  // the whole 300 s timeout beside other jobs (2026-11-26, no output), as the topology test did with treematch
+  ASSERT_EQ(trace(exe.string(), 4, "", dir, "", "OMPI_MCA_topo=basic "), 0) << slurp_text(dir.string() + ".log");
   const mksim::trace::Run run = mksim::trace::read_run(dir.string(), {.require_complete = true});
   // split with key -rank: sub-communicator 1 holds world {2, 0} (colour 0) or {3, 1} (colour 1)
   const int partner[4] = {2, 3, 0, 1}, sub_root[4] = {2, 3, 2, 3};
@@ -760,7 +762,7 @@ TEST_F(TraceTest, SubCommunicatorsSendrecvAnySourceCollectivesAndAbort) {
 
   // MPI_Abort on the last rank: its trace says so, the run is not complete
   const fs::path adir = tmp_ / "abort";
-  EXPECT_NE(trace(exe.string(), 4, "abort", adir), 0);
+  EXPECT_NE(trace(exe.string(), 4, "abort", adir, "", "OMPI_MCA_topo=basic "), 0);
   const mksim::trace::Run aborted = mksim::trace::read_run(adir.string());
   EXPECT_FALSE(aborted.complete());
   EXPECT_EQ(aborted.ranks[3].status, Status::ABORTED);
