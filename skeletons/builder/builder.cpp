@@ -1476,13 +1476,19 @@ class Builder {
   // smallest traced P up to 1024 (the corpus' predictions reach 1,024 ranks), each parameter at its largest
   // traced value (mksim refuses any other count there).
   static constexpr int COUNT_CHECK_MAX_LOG2_P = 10;
+  // P, rank and the parameters: the variables of a feature or condition over the traced ranks
+  std::vector<std::string> variable_names() const {
+    std::vector<std::string> names{"P", "rank"};
+    names.insert(names.end(), params_.begin(), params_.end());
+    return names;
+  }
+
   // The first P (with a traced run's parameters) where `text` is not a non-negative integer, "" when none.
   // With every_run, each traced run's parameters instead (stricter: prefers, among log2 forms, the one that holds
   // for the small sizes too).
   std::string count_outside_domain(const std::string& text, const std::vector<Sample>& samples, bool every_run = false,
                                    bool integral = true) const {
-    std::vector<std::string> names{"P", "rank"};
-    for (const std::string& p : params_) names.push_back(p);
+    std::vector<std::string> names = variable_names();
     std::optional<Feature> f;
     try {
       f.emplace(text, names, false);
@@ -1548,8 +1554,7 @@ class Builder {
   // some traced run has fewer tasks than 2 (P - 1)); each side from two traced runs or more. "" when none
   // reproduces every sample.
   std::string min_max_fit(const std::vector<Sample>& samples, bool allow_rank) const {
-    std::vector<std::string> names{"P", "rank"};
-    for (const std::string& p : params_) names.push_back(p);
+    std::vector<std::string> names = variable_names();
     std::vector<std::string> cuts = params_;
     cuts.push_back("P");
     cuts.push_back("P-1");
@@ -1775,8 +1780,7 @@ class Builder {
     // clearly better (half the error) than their plain mean does, else the mean is kept. This keeps the
     // noise of microsecond gaps from turning into terms that grow with P at the predicted scale.
     const double flat = constant_cv_error(samples);
-    std::vector<std::string> names{"P", "rank"};
-    names.insert(names.end(), params_.begin(), params_.end());
+    std::vector<std::string> names = variable_names();
     const bool constant = Feature(f.expr, names, false).uses().empty();
     // Per-rank work that grows faster than P itself is implausible for the programs mksim models and is
     // what time-sliced (oversubscribed) traced runs look like: such a model is rejected too.
@@ -2012,8 +2016,7 @@ class Builder {
       const std::size_t warnings = result.warnings.size(), ambiguities = result.ambiguities.size();
       std::string t = fit_real(xs, where, into, "seconds", opt_.pool.max_growth_8p);
       if (xs.size() < 7) return t;
-      std::vector<std::string> names{"P", "rank"};
-      names.insert(names.end(), params_.begin(), params_.end());
+      std::vector<std::string> names = variable_names();
       const Feature model(t, names, false);
       std::vector<double> dev;
       for (const Sample& x : xs) {
@@ -2154,8 +2157,7 @@ class Builder {
     if (!loop || !loop->contains("count") || !(*loop)["count"].is_string()) return "";
     const std::string count = (*loop)["count"];
     if (count.find("no_exact_expression") != std::string::npos) return "";
-    std::vector<std::string> names{"P", "rank"};
-    for (const std::string& p : params_) names.push_back(p);
+    std::vector<std::string> names = variable_names();
     std::optional<Feature> f;
     try {
       f.emplace(count, names, false);
@@ -2352,8 +2354,7 @@ class Builder {
     const double h = 2.0 / (9.0 * df), critical = df * std::pow(1 - h + 3.090232 * std::sqrt(h), 3);
     const bool varies = cells > 1 && chi2 > critical;
     std::string prob = varies ? fit_real(ps, at, fits, "prob") : std::string("0");
-    std::vector<std::string> names{"P", "rank"};
-    names.insert(names.end(), params_.begin(), params_.end());
+    std::vector<std::string> names = variable_names();
     if (Feature(prob, names, false).uses().empty()) {
       char buf[32];
       std::snprintf(buf, sizeof buf, "%.6g", p);
