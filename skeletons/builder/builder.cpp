@@ -1483,18 +1483,22 @@ class Builder {
     return names;
   }
 
+  // `text` as a feature over P, rank and the parameters; empty when it does not parse
+  std::optional<Feature> feature_of(const std::string& text) const {
+    try {
+      return Feature(text, variable_names(), false);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+
   // The first P (with a traced run's parameters) where `text` is not a non-negative integer, "" when none.
   // With every_run, each traced run's parameters instead (stricter: prefers, among log2 forms, the one that holds
   // for the small sizes too).
   std::string count_outside_domain(const std::string& text, const std::vector<Sample>& samples, bool every_run = false,
                                    bool integral = true) const {
-    std::vector<std::string> names = variable_names();
-    std::optional<Feature> f;
-    try {
-      f.emplace(text, names, false);
-    } catch (const std::exception&) {
-      return "(unreadable)";
-    }
+    const std::optional<Feature> f = feature_of(text);
+    if (!f) return "(unreadable)";
     // each parameter at its largest traced value: the smallest traced sizes need not be a valid run at
     // 1,024 ranks (NPB MG's N = 32 leaves 2 points per rank there), the largest are the likeliest to be
     double min_p = 0;
@@ -1573,12 +1577,8 @@ class Builder {
       fo.allow_rank = allow_rank;
       const Fit f = fit_quantity(rest, params_, fo);
       if (!f.exact || has_decimal_literal(f.expr)) continue;
-      std::optional<Feature> fe;
-      try {
-        fe.emplace(f.expr, names, false);
-      } catch (const std::exception&) {
-        continue;
-      }
+      const std::optional<Feature> fe = feature_of(f.expr);
+      if (!fe) continue;
       bool above = true, below = true;  // f >= the quantity where it is g (min), or f <= it (max)
       for (const Sample& x : at_cut) {
         const double v = fe->eval(x.vars);
@@ -2157,13 +2157,8 @@ class Builder {
     if (!loop || !loop->contains("count") || !(*loop)["count"].is_string()) return "";
     const std::string count = (*loop)["count"];
     if (count.find("no_exact_expression") != std::string::npos) return "";
-    std::vector<std::string> names = variable_names();
-    std::optional<Feature> f;
-    try {
-      f.emplace(count, names, false);
-    } catch (const std::exception&) {
-      return "";
-    }
+    const std::optional<Feature> f = feature_of(count);
+    if (!f) return "";
     // the runs where some member runs it, and a condition on rank there
     std::vector<RunLabels> labels = labels_of(here), present;
     for (const RunLabels& l : labels)
@@ -2171,12 +2166,8 @@ class Builder {
     if (present.empty() || present.size() == labels.size()) return "";
     const GroupPredicate g = find_group_predicate(present, predicate_options_);
     if (!g.found) return "";
-    std::optional<Feature> r;
-    try {
-      r.emplace(g.text, names, false);
-    } catch (const std::exception&) {
-      return "";
-    }
+    const std::optional<Feature> r = feature_of(g.text);
+    if (!r) return "";
     for (std::size_t m = 0; m < members_.size(); ++m) {
       if (!context[m]) continue;
       const Vars v = vars_of(members_[m]);
