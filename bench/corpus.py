@@ -12,6 +12,12 @@ For each program and each trace source (mktrace = OpenMPI traced with build/trac
      (mksim platform --machine t3e --nodes P) at P = 64, 256, 1024 (lulesh 64, 216, 1000), against SMPI
      running the real program on the same platform file with the eager protocol, overheads and collective
      algorithms aligned (DESIGN.md, "Facts measured in the second round").
+Compute (--compute): "measured" (default) is SMPI running the real program, smpi/simulate-computation:yes with
+smpi/host-speed at the corpus loop's rate: the CPU each rank spends between MPI calls (its real data update)
+counts as flops at that rate, plus the declared smpi_execute_flops_benched work, in the reference runs and in
+the TI traces alike; the mktrace skeletons' seconds are converted at the same rate. "declared" is the idealised
+program: only the declared work (simulate-computation:no), which the mktrace traces, measuring the real
+program, cannot match (its real update costs 1-160% of the declared work per program, bench/README.md).
 Every point is a row, with the error message when a step fails. See bench/README.md.
 Standard library only.
 """
@@ -45,6 +51,16 @@ SMPI_COLLECTIVES = ["smpi/barrier:ompi_bruck", "smpi/bcast:binomial_tree", "smpi
 SMPI_LOG = ["--log=root.thresh:warning", "--log=smpi_utils.thresh:info", "--log=xbt_cfg.thresh:warning",
             "--log=smpi_config.thresh:error"]
 SOURCES = ("mktrace", "ti")
+COMPUTE_MODES = ("measured", "declared")
+# what SMPI counts as compute (main sets them): "measured" adds the CPU between MPI calls at HOST_SPEED flop/s
+COMPUTE = {"mode": "measured", "host_speed": None}
+
+
+def compute_cfg():
+    """SMPI settings of the compute mode, without --cfg=."""
+    if COMPUTE["mode"] == "declared":
+        return ["smpi/simulate-computation:no"]
+    return ["smpi/simulate-computation:yes", "smpi/host-speed:%.6gf" % COMPUTE["host_speed"]]
 PLATFORMS = ("t3e", "torus")
 
 
@@ -198,7 +214,7 @@ def trace_ti(t, prog, P, values, outdir, workdir, timeout):
     os.makedirs(outdir, exist_ok=True)
     idx = os.path.join(outdir, "idx")
     cmd = ["smpirun", "-np", str(P), "-platform", T3E_XML, "-hostfile", hostfile(workdir, P), "-trace-ti",
-           "--cfg=tracing/filename:" + idx, "--cfg=smpi/simulate-computation:no"] + SMPI_LOG
+           "--cfg=tracing/filename:" + idx] + ["--cfg=" + c for c in compute_cfg()] + SMPI_LOG
     cmd += [os.path.join(t.smpi_dir, prog.name)] + prog.args(values)
     rc, out, err, wall, to = run(cmd, timeout, cwd=workdir)
     if to:
@@ -286,7 +302,7 @@ def platform_file(t, name, P, workdir):
 
 
 def smpi_config(plat):
-    cfg = smpi_cfg(platform_props(plat)) + SMPI_COLLECTIVES + ["smpi/simulate-computation:no"]
+    cfg = smpi_cfg(platform_props(plat)) + SMPI_COLLECTIVES + compute_cfg()
     return ["--cfg=" + c for c in cfg]
 
 
@@ -326,22 +342,40 @@ def run_smpi(t, prog, P, values, plat, plat_name, workdir, timeout):
 
 
 def run_mksim(t, skel, P, plat, prog, values, timeout):
-    cmd = [t.mksim, "--platform", plat, "--P", str(P), "--skeleton", skel]
-    for k, v in zip(prog.params, values):
-        cmd += ["--param", "%s=%s" % (k, v)]
-    rc, out, err, wall, to = run(cmd, timeout)
-    m = re.search(r"^predicted time\s+(\S+)", out, re.M)
-    if to:
-        return None, "mksim: timeout after %d s" % timeout, wall
-    if rc != 0 or not m:
-        return None, "mksim rc=%d: %s" % (rc, last_error(err + out, "mksim:")), wall
-    return float(m.group(1)), "", wall
+    """-> (the timed part's predicted seconds, the whole prediction, the start, message, wall). The compared figure
+    is the prediction from the latest arrival at the first barrier (corpus_start) to the end, as SMPI's: the
+    skeleton's compute before it (data set up, measured by mktrace and by SMPI's measured compute) is not in it."""
+    fd, timeline = tempfile.mkstemp(prefix="mksim-timeline-", suffix=".csv")
+    os.close(fd)
+    try:
+        cmd = [t.mksim, "--platform", plat, "--P", str(P), "--skeleton", skel, "--timeline", timeline]
+        for k, v in zip(prog.params, values):
+            cmd += ["--param", "%s=%s" % (k, v)]
+        rc, out, err, wall, to = run(cmd, timeout)
+        m = re.search(r"^predicted time\s+(\S+)", out, re.M)
+        if to:
+            return None, None, None, "mksim: timeout after %d s" % timeout, wall
+        if rc != 0 or not m:
+            return None, None, None, "mksim rc=%d: %s" % (rc, last_error(err + out, "mksim:")), wall
+        first = {}  # rank -> start of its first barrier
+        with open(timeline, newline="") as f:
+            for row in csv.DictReader(f):
+                if row["kind"] == "barrier" and row["rank"] not in first:
+                    first[row["rank"]] = float(row["start_s"])
+        total = float(m.group(1))
+        if len(first) != P:
+            return None, total, None, "mksim: %d of %d ranks reach a barrier (corpus_start)" % (len(first), P), wall
+        start = max(first.values())
+        return total - start, total, start, "", wall
+    finally:
+        os.unlink(timeline)
 
 
 # ---------------------------------------------------------------- output
 
 POINT_FIELDS = ["program", "source", "P", "platform", "params", "predicted_s", "smpi_s", "error_pct", "status",
-                "message", "smpi_total_s", "mksim_wall_s", "smpi_wall_s"]
+                "message", "smpi_total_s", "predicted_total_s", "mksim_start_s", "smpi_start_s", "mksim_wall_s",
+                "smpi_wall_s", "compute"]
 HOLDOUT_FIELDS = ["program", "source", "P", "params", "ranks_exact", "ranks", "traced_ops", "status", "message"]
 SUMMARY_FIELDS = ["program", "source", "trace_runs", "skeleton", "compute_seconds_blocks", "compute_flops_blocks",
                   "warnings", "ambiguities", "first_warning", "holdout_exact", "points_ok", "points",
@@ -429,6 +463,9 @@ def main(argv=None):
                          "and the program's source are the same ('' to always rerun)")
     ap.add_argument("--work", default=None, help="keep traces, skeletons and build logs here (default: a "
                     "temporary directory, removed at the end)")
+    ap.add_argument("--compute", default="declared", choices=COMPUTE_MODES,
+                    help="what SMPI counts as compute, in the reference runs and the TI traces: the real program's CPU "
+                         "between MPI calls plus the declared work (measured), or the declared work alone (declared)")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per step")
     ap.add_argument("--jobs", type=int, default=2, help="SMPI and mksim runs of (b) at once")
     ap.add_argument("--check", action="store_true",
@@ -462,6 +499,13 @@ def main(argv=None):
     holdout_csv, summary_csv = base + "_holdout.csv", base + "_summary.csv"
     rate, spread = measure_rate(t, a.timeout)
     log("corpus_rate: %.4g flop/s (spread %.1f%% over 9 repetitions)" % (rate, 100 * spread))
+    COMPUTE["mode"] = a.compute
+    if a.compute == "measured":
+        # two significant digits: the SMPI cache's key holds it, and the loop's rate moves by about 1% from run to
+        # run; the same number converts the mktrace skeletons' seconds, so both sides count a CPU second alike
+        rate = float("%.2g" % rate)
+        COMPUTE["host_speed"] = rate
+        log("compute measured: smpi/simulate-computation:yes, smpi/host-speed %.6g flop/s" % rate)
     cache = {}
     for r in read_csv(a.smpi_cache) if a.smpi_cache else []:
         for k in ("smpi_s", "smpi_total_s", "start_s", "span_s", "wall_s"):
@@ -544,7 +588,8 @@ def main(argv=None):
                 P, pn = task
                 plat, note = platform_file(t, pn, P, workdir)
                 rows = []
-                base_row = {"program": name, "P": P, "platform": pn, "params": prog.param_text(prog.predict)}
+                base_row = {"program": name, "P": P, "platform": pn, "params": prog.param_text(prog.predict),
+                            "compute": a.compute}
                 if not plat:
                     for source in sources:
                         r = dict(base_row, source=source, status="skipped", message=note)
@@ -562,13 +607,13 @@ def main(argv=None):
                     cache[key] = sm
                     log("%s SMPI P=%d %s: %s %s (%.0f s)" % (name, P, pn, sm["status"], sm.get("smpi_s", ""), float(sm["wall_s"])))
                 for source in sources:
-                    r = dict(base_row, source=source, smpi_s=number(sm.get("smpi_s")),
+                    r = dict(base_row, source=source, smpi_s=number(sm.get("smpi_s")), smpi_start_s=number(sm.get("start_s")),
                              smpi_total_s=number(sm.get("smpi_total_s")), smpi_wall_s=number(sm.get("wall_s")))
                     if source not in skels:
                         r.update(status="error", message="no skeleton: " + info[source]["message"])
                     else:
-                        pred, err, wall = run_mksim(t, skels[source], P, plat, prog, prog.predict, a.timeout)
-                        r["mksim_wall_s"] = round(wall, 2)
+                        pred, total, start, err, wall = run_mksim(t, skels[source], P, plat, prog, prog.predict, a.timeout)
+                        r.update(mksim_wall_s=round(wall, 2), predicted_total_s=total, mksim_start_s=start)
                         if pred is None:
                             r.update(status="error", message=err)
                         elif sm.get("status") != "ok":

@@ -70,7 +70,9 @@ static inline void corpus_work(corpus_t *c, double flops)
     if (flops <= 0) return;
     c->flops += flops;
 #if CORPUS_SMPI
-    smpi_execute_flops(flops);
+    /* benched: with smpi/simulate-computation:yes SMPI measures the CPU time between MPI calls; a plain
+     * smpi_execute_flops inside such a burst would count the CPU of every rank that runs meanwhile */
+    smpi_execute_flops_benched(flops);
 #else
     /* 8 flops per iteration: four independent chains, each a multiply and an add (no FMA contraction at -O2
      * without -march, so the count is exact); the chains converge to 1 and stay finite. */
