@@ -1909,6 +1909,8 @@ class Builder {
         RankDurations d;
         d.run = static_cast<std::size_t>(members_[mi].run - runs_.data());
         d.rank = members_[mi].rank;
+        for (const trace::RankTrace& t : members_[mi].run->run->ranks)
+          if (t.rank == d.rank) d.cpu = (t.flags & MKTRACE_FLAG_CPU_GAPS) != 0;
         if (const Node* g = o.gaps[k]) {
           const Compute& c = std::get<Compute>(g->op);
           d.n = c.seconds.n;

@@ -40,13 +40,13 @@ struct BuildOptions {
   /// a part run by ranks that no condition on rank describes becomes an `if` with the probability of the
   /// enclosing block's ranks that ran it, with a warning; off: a BuildError, as before issue 17
   bool data_dependent_sets = true;
-  /// compute pooled over ranks where they agree within noise (pool.hpp): each rank's durations with outliers
-  /// trimmed, ranks of a run averaged with outlying ranks trimmed, and where the ranks' centres differ for real
-  /// (chi-square against within-rank noise, and a gap of at least pool.min_split_ratio) one model per group of
-  /// ranks that a condition on rank describes; off (the default; `mkskel build --pool` turns it on): every rank's plain mean. Off by default: pooled, the
-  /// end-to-end test's compute came out 11-15% under the measured CPU time in loaded runs (trimmed durations of a
-  /// right-skewed distribution are real CPU time)
-  bool pool_compute = false;
+  /// compute pooled over ranks where they agree within noise (pool.hpp): each rank's durations (wall-clock ones
+  /// with gross outliers trimmed; CPU times, MKTRACE_CPU_TIME, kept whole), ranks of a run averaged with outlying
+  /// ranks trimmed, and where the ranks' centres differ for real (chi-square against within-rank noise, and a gap
+  /// of at least pool.min_split_ratio) one model per group of ranks that a condition on rank describes; off
+  /// (`mkskel build --no-pool`): every rank's plain mean. On by default since the trimming of CPU times, which put
+  /// the end-to-end test's compute 11-15% under the measured CPU time, was removed
+  bool pool_compute = true;
   PoolOptions pool;
 };
 

@@ -18,6 +18,7 @@ struct RankDurations {
   std::uint64_t n = 0;                        ///< durations in all
   double first = 0;                           ///< the first, in program order
   std::vector<std::pair<double, double>> rest;  ///< (duration, weight) of the others, sorted (the sketch)
+  bool cpu = false;                           ///< CPU times (MKTRACE_CPU_TIME): every duration is the program's
 };
 
 /** @brief Thresholds of the decision; defaults are what `mkskel build` uses. */
@@ -40,8 +41,9 @@ struct RankValue {
 };
 
 /** @brief The trimmed mean of one rank's durations: those after the first further than trim_mads robust SDs
- *  (of their logarithms, floored at 5%) from their median count as the mean of the others; the first (a
- *  warm-up is the program's) is kept. */
+ *  (of their logarithms, floored at 0.3) from their median count as the mean of the others; the first (a
+ *  warm-up is the program's) is kept. CPU times (`cpu`) are not trimmed: a long one is the program's CPU (page
+ *  faults, a cold cache), not another process's time. */
 RankValue rank_value(const RankDurations& d, const PoolOptions& options = {});
 
 /** @brief Whether the ranks of one gap agree within noise, with the evidence. */
