@@ -737,7 +737,7 @@ int cmd_model(const std::vector<std::string>& args, std::ostream& out) {
 
 const char* MKSKEL_USAGE =
     "usage: mkskel build TRACE... -o OUT.json [--name NAME] [--min-compute-s S] [--strict] [--no-stack-regions]\n"
-    "         [--sizes auto|exact|vary] [--no-pool]\n"
+    "         [--sizes auto|exact|vary] [--pool]\n"
     "         TRACE: a mktrace run directory, an OTF2 anchor file (*.otf2) or a SimGrid TI index file;\n"
     "         append ::NAME=VALUE,... to set or override the run's parameters (required for OTF2/TI)\n"
     "       mkskel show SKELETON.json\n"
@@ -788,7 +788,7 @@ int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std:
   double min_compute = 0;
   bool strict = false;
   bool no_stack_regions = false;
-  bool no_pool = false;
+  bool pool = false;
   std::string sizes = "auto";
   std::vector<std::string> inputs;
   desc.add_options()("help,h", "this help")
@@ -796,10 +796,9 @@ int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std:
       ("name", po::value(&name), "skeleton name (default: the program's file name)")
       ("min-compute-s", po::value(&min_compute)->default_value(0), "drop compute gaps whose mean is below this in every rank")
       ("strict", po::bool_switch(&strict), "treat ambiguities (models the runs cannot tell apart) and messages that do not pair at the traced runs as errors")
-      ("no-pool", po::bool_switch(&no_pool),
-       "each rank's plain mean compute, not pooled over ranks that agree within noise (gross outliers trimmed; "
-       "evidence in fit.pool), which is the default")
-      ("pool", po::bool_switch(), "pool compute over ranks (the default; kept for scripts)")
+      ("pool", po::bool_switch(&pool),
+       "pool compute over ranks that agree within noise (gross outliers of wall-clock durations trimmed, CPU times "
+       "kept whole; evidence in fit.pool), not each rank's mean")
       ("no-stack-regions", po::bool_switch(&no_stack_regions),
        "region blocks only from mktrace.h annotations, not from the call-site stacks")
       ("sizes", po::value(&sizes)->default_value("auto"),
@@ -828,7 +827,7 @@ int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std:
   bo.name = name;
   bo.min_compute_s = min_compute;
   bo.stack_regions = !no_stack_regions;
-  bo.pool_compute = !no_pool;
+  bo.pool_compute = pool;
   if (sizes == "auto") bo.vary_sizes = -1;
   else if (sizes == "exact") bo.vary_sizes = 0;
   else if (sizes == "vary") bo.vary_sizes = 1;
