@@ -340,6 +340,26 @@ TEST(BuilderPool, RankValueTrimsOutlyingIterations) {
   EXPECT_NEAR(v.value, (5 + 6 * 1.002) / 7, 1e-3);
 }
 
+TEST(BuilderPool, CpuTimesAreKeptWhole) {
+  // a CPU time 30 times the others is the program's (page faults, a cold cache), not another process's time
+  using namespace mksim::skeletons::builder;
+  RankDurations d;
+  d.n = 7;
+  d.first = 1.03;
+  d.rest = {{0.98, 1}, {1.0, 2}, {1.01, 1}, {1.02, 1}, {30, 1}};
+  d.cpu = true;
+  const RankValue v = rank_value(d);
+  EXPECT_EQ(v.trimmed, 0u);
+  EXPECT_NEAR(v.value, (1.03 + 0.98 + 2.0 + 1.01 + 1.02 + 30) / 7, 1e-9);
+  EXPECT_NEAR(v.centre, 1.0, 0.01);  // the median still decides whether ranks agree
+  // wall-clock times: a duration 2 times the median is noise the program makes, kept; 30 times is trimmed
+  d.cpu = false;
+  d.rest = {{0.98, 1}, {1.0, 2}, {1.01, 1}, {2.0, 1}, {30, 1}};
+  const RankValue w = rank_value(d);
+  EXPECT_EQ(w.trimmed, 1u);
+  EXPECT_NEAR(w.value, (1.03 + 6 * (0.98 + 2.0 + 1.01 + 2.0) / 5) / 7, 1e-9);  // the 30 counts as the kept mean
+}
+
 TEST(BuilderPool, BalancedRanksArePooledAndOutliersTrimmed) {
   // 1 ms * N/100 / P per step on every rank, 5% noise per step, ranks within 4% of each other; in one run a
   // rank's three steps are stretched 30 times and another rank is 3 times slower throughout (time-sliced)
