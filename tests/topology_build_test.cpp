@@ -231,6 +231,20 @@ TEST(TopologyBuild, DecompositionFormsAndDecimalCoefficients) {
       s.push_back({{{"P", P}, {"N", N}}, 16 * N * N * N / (P * side), "run"});
     }
   EXPECT_EQ(b::decomposition_fit(s, {"N"}), "16*N^3/(P*dims(P, 2, 1))");
+  // a face of a 3-D block, 8 (N / Py) (N / Pz) bytes on MPI_Dims_create(P, 3): at P = 4, 8, 16 it is also
+  // 8 N^2 / dims(P, 2, 0); a program that made a 3-D grid gets the 3-D law, which differs at P = 64
+  std::vector<b::Sample> face;
+  for (double P : {4.0, 8.0, 16.0})
+    for (double N : {32.0, 64.0}) {
+      const double py = 2, pz = P == 4 ? 1 : 2;  // MPI_Dims_create(P, 3): 2x2x1, 2x2x2, 4x2x2
+      face.push_back({{{"P", P}, {"N", N}}, 8 * (N / py) * (N / pz), "run"});
+    }
+  EXPECT_EQ(b::decomposition_fit(face, {"N"}), "8*N^2/dims(P, 2, 0)");
+  const std::string law = b::decomposition_fit(face, {"N"}, {}, true);
+  EXPECT_EQ(law, "8*N^2/(P/dims(P, 3, 0))");
+  std::vector<std::string> names{"P", "N"};
+  const b::Feature f(law, names, true);
+  EXPECT_EQ(f.eval({{"P", 64}, {"N", 64}}), 8.0 * 16 * 16);  // 4x4x4: (64 / 4)^2 values of 8 bytes
   // a parameter's block over one side of the grid is written as ceil(N / side), an integer at every P (SUMMA's
   // panel 8 nb mx, mx = ceil(N / Px)), the largest parameter taken as the one divided
   std::vector<b::Sample> panel;

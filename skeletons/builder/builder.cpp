@@ -811,6 +811,12 @@ class Builder {
   std::map<std::uint64_t, std::string> request_names_;  // waited isend/irecv site -> name
   std::map<std::vector<bool>, std::string> predicates_; // member set -> condition
   PredicateOptions predicate_options_;                   // the grids the program made (grid_ndims)
+  // whether the program made a 3-D grid (MPI_Dims_create or MPI_Cart_create with 3 dimensions): its
+  // decomposition forms then take the 3-D sides first
+  bool made_3d_grid() const {
+    const auto& nd = predicate_options_.grid_ndims;
+    return std::find(nd.begin(), nd.end(), 3) != nd.end();
+  }
   std::map<std::uint64_t, std::string> site_phase_;      // call site -> phase name
   std::string last_request_phase_;                       // phase of the last isend/irecv emitted
   bool fixed_params_ = false;                            // some fit met a parameter that never varied
@@ -1547,7 +1553,8 @@ class Builder {
       auto text_of = [c](const std::string& d) {
         return "log2(" + d + ")" + (c > 0 ? " + " + std::to_string(c) : c < 0 ? " - " + std::to_string(-c) : "");
       };
-      const std::string d = decomposition_fit(pow2, params_, [&](const std::string& x) { return count_outside_domain(text_of(x), samples, every_run).empty(); });
+      const std::string d = decomposition_fit(pow2, params_, [&](const std::string& x) { return count_outside_domain(text_of(x), samples, every_run).empty(); },
+                                              made_3d_grid());
       if (!d.empty()) return text_of(d);
     }
     return "";
@@ -1606,7 +1613,7 @@ class Builder {
     Fit f = fit_quantity(samples, params_, fo);
     if (!f.exact || has_decimal_literal(f.expr)) {
       // a size or count of a decomposition (N^3/(P*dims(P, 2, 1)), N/sqrt(P)): exact, never negative
-      if (const std::string d = decomposition_fit(samples, params_); !d.empty()) {
+      if (const std::string d = decomposition_fit(samples, params_, {}, made_3d_grid()); !d.empty()) {
         fits[field] = {{"expr", d}, {"form", "decomposition"}};
         return d;
       }
@@ -2473,7 +2480,7 @@ class Builder {
       fo.allow_rank = true;
       const Fit g = fit_quantity(smp, params_, fo);
       if (g.exact && !has_decimal_literal(g.expr)) return g.expr;
-      return decomposition_fit(smp, params_);
+      return decomposition_fit(smp, params_, {}, made_3d_grid());
     };
     const std::string& k = loop_vars_.back();
     auto atom = [](const std::string& x) {  // a number or a name needs no parentheses

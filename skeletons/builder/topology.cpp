@@ -184,17 +184,26 @@ std::pair<std::string, std::string> block_ratio_fit(
 }
 
 std::string decomposition_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params,
-                              const std::function<bool(const std::string&)>& accept) {
+                              const std::function<bool(const std::string&)>& accept, bool prefer_3d) {
   if (samples.empty()) return "";
   for (const Sample& x : samples)
     if (!(x.value > 0)) return "";
-  std::vector<std::string> divisors = {"1", "P", "sqrt(P)", "P^(2/3)", "P^(1/3)"};
+  // the sides of MPI_Dims_create(P, d), P times a side, and in 3-D P over a side (the product of the other two:
+  // a face of a 3-D block, N^2/(Py*Pz)); a program that made a 3-D grid gets its sides first (at P <= 16 a face
+  // N^2/(dims(P, 3, 1)*dims(P, 3, 2)) is also N^2/dims(P, 2, 0), which is half of it at P = 64)
+  std::vector<std::string> grid2, grid3;
   for (int d = 2; d <= 3; ++d)
     for (int i = 0; i < d; ++i) {
       const std::string side = "dims(P, " + std::to_string(d) + ", " + std::to_string(i) + ")";
-      divisors.push_back(side);
-      divisors.push_back("(P*" + side + ")");
+      (d == 2 ? grid2 : grid3).push_back(side);
+      (d == 2 ? grid2 : grid3).push_back("(P*" + side + ")");
     }
+  for (int i = 0; i < 3; ++i) grid3.push_back("(P/dims(P, 3, " + std::to_string(i) + "))");
+  std::vector<std::string> divisors = {"1", "P"};
+  if (prefer_3d) divisors.insert(divisors.end(), grid3.begin(), grid3.end());
+  for (const char* root : {"sqrt(P)", "P^(2/3)", "P^(1/3)"}) divisors.push_back(root);
+  divisors.insert(divisors.end(), grid2.begin(), grid2.end());
+  if (!prefer_3d) divisors.insert(divisors.end(), grid3.begin(), grid3.end());
   std::vector<std::string> names{"P"};
   if (samples.front().vars.count("rank")) names.push_back("rank");
   for (const std::string& p : params) names.push_back(p);
@@ -204,18 +213,31 @@ std::string decomposition_fit(const std::vector<Sample>& samples, const std::vec
   int combos = 1;
   for (std::size_t i = 0; i < np; ++i) combos *= 5;
   struct Cand {
-    int nonzero, degree;
+    int nonzero, degree, mismatch;
     std::size_t divisor;
     int combo;
+  };
+  // On a 3-D grid, how many sides a divisor spans (1: 0, a side: 1, P over a side: 2, P: 3, P times a side: 4, the
+  // roots of P: 1 and 2); a quantity of degree k in the parameters divides by k sides first (a face N^2 by two,
+  // an edge N by one, a volume N^3 by P): at P <= 16 a face (N/Py)(N/Pz) is also 4 N^2 / Pz, not at 64.
+  auto spans = [](const std::string& d) {
+    if (d == "1") return 0;
+    if (d == "P") return 3;
+    if (d == "P^(2/3)") return 2;
+    if (d == "P^(1/3)") return 1;
+    if (d.rfind("(P/", 0) == 0) return 2;
+    if (d.rfind("(P*", 0) == 0) return 4;
+    return 1;
   };
   std::vector<Cand> order;
   for (int k = 0; k < combos; ++k) {
     int nz = 0, deg = 0, rest = k;
     for (std::size_t i = 0; i < np; ++i, rest /= 5) nz += rest % 5 != 0, deg += std::abs(EXP[rest % 5]);
-    for (std::size_t d = 0; d < divisors.size(); ++d) order.push_back({nz, deg, d, k});
+    for (std::size_t d = 0; d < divisors.size(); ++d)
+      order.push_back({nz, deg, prefer_3d ? std::abs(deg - spans(divisors[d])) : 0, d, k});
   }
   std::stable_sort(order.begin(), order.end(), [](const Cand& a, const Cand& b) {
-    return std::tie(a.nonzero, a.degree, a.divisor) < std::tie(b.nonzero, b.degree, b.divisor);
+    return std::tie(a.nonzero, a.degree, a.mismatch, a.divisor) < std::tie(b.nonzero, b.degree, b.mismatch, b.divisor);
   });
   for (const Cand& c : order) {
     std::string mono, under;

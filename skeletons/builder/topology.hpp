@@ -86,12 +86,13 @@ bool has_decimal_literal(const std::string& text);
 
 /** @brief An exact decomposition form for a positive integer: c times a product of the parameters' powers
  *  (-1..3) divided by one of 1, P, sqrt(P), P^(2/3), P^(1/3), the sides of MPI_Dims_create(P, 2 or 3) (the
- *  smaller side of MPI_Dims_create(P, 2) is the largest divisor of P up to sqrt(P)) or P times a side, c a
+ *  smaller side of MPI_Dims_create(P, 2) is the largest divisor of P up to sqrt(P)), P times a side or (3-D) P
+ *  over a side; with `prefer_3d` (the program made a 3-D grid) the 3-D sides come right after 1 and P; c a
  *  fraction p/q with q <= 64; "" when none reproduces every sample. Never negative. With `accept`, the first
  *  such form that it accepts (several may reproduce the traced runs: N/dims(P, 2, 1) and N/dims(P, 3, 0) at
  *  P = 4, 8, 16). */
 std::string decomposition_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params,
-                              const std::function<bool(const std::string&)>& accept = {});
+                              const std::function<bool(const std::string&)>& accept = {}, bool prefer_3d = false);
 
 /** @brief A block owner's ratio: the first num / den, each a product of at most two of P, the parameters, the
  *  sides of MPI_Dims_create(P, 2 or 3) and the blocks ceil(parameter / side) (fewest factors first), whose
