@@ -12,11 +12,11 @@ For each program and each trace source (mktrace = OpenMPI traced with build/trac
      (mksim platform --machine t3e --nodes P) at P = 64, 256, 1024 (lulesh 64, 216, 1000), against SMPI
      running the real program on the same platform file with the eager protocol, overheads and collective
      algorithms aligned (DESIGN.md, "Facts measured in the second round").
-Compute (--compute): "measured" (default) is SMPI running the real program, smpi/simulate-computation:yes with
+Compute (--compute): "measured" is SMPI running the real program, smpi/simulate-computation:yes with
 smpi/host-speed at the corpus loop's rate: the CPU each rank spends between MPI calls (its real data update)
 counts as flops at that rate, plus the declared smpi_execute_flops_benched work, in the reference runs and in
-the TI traces alike; the mktrace skeletons' seconds are converted at the same rate. "declared" is the idealised
-program: only the declared work (simulate-computation:no), which the mktrace traces, measuring the real
+the TI traces alike; the mktrace skeletons' seconds are converted at the same rate. "declared" (the default) is
+the idealised program: only the declared work (simulate-computation:no), which the mktrace traces, measuring the real
 program, cannot match (its real update costs 1-160% of the declared work per program, bench/README.md).
 Every point is a row, with the error message when a step fails. See bench/README.md.
 Standard library only.
@@ -52,8 +52,9 @@ SMPI_LOG = ["--log=root.thresh:warning", "--log=smpi_utils.thresh:info", "--log=
             "--log=smpi_config.thresh:error"]
 SOURCES = ("mktrace", "ti")
 COMPUTE_MODES = ("measured", "declared")
-# what SMPI counts as compute (main sets them): "measured" adds the CPU between MPI calls at HOST_SPEED flop/s
-COMPUTE = {"mode": "measured", "host_speed": None}
+# what SMPI counts as compute (main sets them from --compute): "measured" adds the CPU between MPI calls at
+# host_speed flop/s
+COMPUTE = {"mode": "declared", "host_speed": None}
 
 
 def compute_cfg():

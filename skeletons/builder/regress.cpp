@@ -1700,17 +1700,17 @@ Outcome fit_least_squares(const Data& d, const Probes& pr, const FitOptions& o) 
       }
     // The same rule over the form: of the hypotheses with that many terms and the same variables whose
     // cross-validated error is within the limit too, the simplest (factor_cost summed: an integer power 1, a
-    // fractional one 2, a reciprocal +1, each log2 +1; then the better score). With two values of N traced, N^(4/3)*log2(N)^2/sqrt(P) and N^2/P
-    // predict the left-out runs alike, and noise alone chose the first: ATM2D's demo from N = 256, 512
-    // predicted 0.14 ms or 0.05 ms per step at N = 1,024 from one batch of traces to the next.
+    // fractional one 2, a reciprocal +1, each log2 +1; then the better score). With two values of N traced,
+    // N^(4/3)*log2(N)^2/sqrt(P) and N^2/P predict the left-out runs alike, and noise alone chose the first:
+    // ATM2D's demo from N = 256, 512 predicted 0.14 ms or 0.05 ms per step at N = 1,024 from one batch of traces
+    // to the next.
     auto form_cost = [&](const Hyp& h) {
       int cost = 0;
       for (std::size_t j = 0; j < h.c; ++j)
         for (const Factor& f : ls.term(h.col[j])) cost += factor_cost(f);
       return cost;
     };
-    // (the same variables only: a simpler form that drops P for another parameter is not the same law; the lu
-    // corpus program's wavefront gap went from N^2/P^(3/2) to N*log2(steps) that way)
+    // (the same variables only: a simpler form that drops P for another parameter is not the same law)
     auto variables = [&](const Hyp& h) {
       std::set<std::size_t> v;
       for (std::size_t j = 0; j < h.c; ++j)
