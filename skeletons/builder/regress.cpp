@@ -186,6 +186,7 @@ struct Data {
   bool has_rank = false;
   bool integer = false;
   double tol = 1e-9;
+  double max_p_power = INFINITY;  // FitOptions::max_p_power
   std::vector<std::string> runs;
   std::vector<Point> points;
   std::vector<std::vector<double>> seen;  // per coordinate: its distinct values, sorted
@@ -216,6 +217,7 @@ Data prepare(const std::vector<Sample>& samples, const std::vector<std::string>&
   Data d;
   d.integer = o.integer;
   d.tol = o.rel_tolerance;
+  d.max_p_power = o.max_p_power;
   std::set<std::string> ps(params.begin(), params.end());
   ps.erase("P");
   ps.erase("rank");
@@ -816,8 +818,11 @@ std::vector<Factor> factor_candidates(const Data& d, std::size_t c) {
     return f;
   }
   for (const auto& [num, den] : EXPONENTS)
-    for (int k = 0; k <= 2; ++k)
+    for (int k = 0; k <= 2; ++k) {
+      const double e = static_cast<double>(num) / den;
+      if (c == 0 && (e > d.max_p_power || (e == d.max_p_power && k > 0))) continue;  // P grows too fast
       if (num != 0 || k != 0) f.push_back({c, num, den, k});
+    }
   auto key = [](const Factor& a) {
     const double e = static_cast<double>(a.num) / a.den;
     return std::make_tuple(factor_cost(a), std::fabs(e - 1), -e, a.k);

@@ -5,6 +5,7 @@
 
 #include "skeletons/builder/features.hpp"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct FitOptions {
   /** @brief Let the model depend on "rank" (every sample must then have it); otherwise rank is ignored
    *  and samples that differ only in rank are averaged. */
   bool allow_rank = false;
+  /** @brief Largest power of P a least-squares term may have: P^e*log2(P)^k only with e < max_p_power, or
+   *  e == max_p_power and k == 0 (1: at most linear growth in P; 0: no growth). Infinity: no limit. */
+  double max_p_power = INFINITY;
 };
 
 /** @brief A fitted quantity with its provenance and what the runs could not decide. */
