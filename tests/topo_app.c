@@ -203,6 +203,33 @@ static void cube(int rank, int P, int steps, int bytes)
     MPI_Comm_free(&cart);
 }
 
+/* STEPS iterations on a periodic 3-D grid of MPI_Dims_create(P, 3) with N^3 points (NPB MG's comm3): along each
+   axis an MPI_Sendrecv of the high face to the high neighbour from the low one, then of the low face to the low
+   neighbour from the high one, faces of (N/d1)(N/d2), (N/d0 + 2)(N/d2) and (N/d0 + 2)(N/d1 + 2) doubles (the
+   ghosts of the axes before carry edges and corners). At P <= 16 every side but the first is 1 or 2 ranks long,
+   where the high and low neighbours are one rank. */
+static void torus(int rank, int P, int steps, int N)
+{
+    int dims[3] = {0, 0, 0}, periods[3] = {1, 1, 1}, lo[3], hi[3];
+    MPI_Comm cart;
+    MPI_Dims_create(P, 3, dims);
+    MPI_Cart_create(MPI_COMM_WORLD, 3, dims, periods, 0, &cart);
+    for (int d = 0; d < 3; ++d) MPI_Cart_shift(cart, d, 1, &lo[d], &hi[d]);
+    const int m0 = N / dims[0], m1 = N / dims[1], m2 = N / dims[2];
+    const int face[3] = {m1 * m2, (m0 + 2) * m2, (m0 + 2) * (m1 + 2)};
+    int most = face[0];
+    for (int a = 1; a < 3; ++a) most = face[a] > most ? face[a] : most;
+    double *s = malloc(sizeof(double) * (size_t)most), *r = malloc(sizeof(double) * (size_t)most);
+    for (int i = 0; i < most; ++i) s[i] = rank + i;
+    for (int t = 0; t < steps; ++t)
+        for (int a = 0; a < 3; ++a) {
+            MPI_Sendrecv(s, face[a], MPI_DOUBLE, hi[a], 2 * a, r, face[a], MPI_DOUBLE, lo[a], 2 * a, cart, MPI_STATUS_IGNORE);
+            MPI_Sendrecv(s, face[a], MPI_DOUBLE, lo[a], 2 * a + 1, r, face[a], MPI_DOUBLE, hi[a], 2 * a + 1, cart, MPI_STATUS_IGNORE);
+        }
+    free(s), free(r);
+    MPI_Comm_free(&cart);
+}
+
 static void fan(int rank, int P, int tasks, int bytes)
 {
     const int n = bytes / 8, W = P - 1;
@@ -239,12 +266,14 @@ int main(int argc, char **argv)
             }
     } else if (argc > 3 && strcmp(argv[1], "cube") == 0) {
         cube(rank, P, atoi(argv[2]), atoi(argv[3]));
+    } else if (argc > 3 && strcmp(argv[1], "torus") == 0) {
+        torus(rank, P, atoi(argv[2]), atoi(argv[3]));
     } else if (argc > 3 && strcmp(argv[1], "fan") == 0) {
         fan(rank, P, atoi(argv[2]), atoi(argv[3]));
     } else if (argc > 3 && strcmp(argv[1], "grid") == 0) {
         grid(rank, P, atoi(argv[2]), atoi(argv[3]));
     } else {
-        if (rank == 0) fprintf(stderr, "usage: topo_app forms | dims N | grid STEPS BYTES | cube STEPS BYTES | fan TASKS BYTES\n");
+        if (rank == 0) fprintf(stderr, "usage: topo_app forms | dims N | grid STEPS BYTES | cube STEPS BYTES | torus STEPS N | fan TASKS BYTES\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     MPI_Finalize();

@@ -15,6 +15,8 @@
 #include "skeletons/trace/reader.hpp"
 
 #include <gtest/gtest.h>
+
+#include <array>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -149,6 +151,24 @@ TEST(TopologyBuild, NonPeriodicCubeWithProcNullExactAtUntracedP) {
   expect_exact(mksim::skeletons::parse_skeleton(text, "cube.json"), held, {{"steps", 2}, {"bytes", 64}}, text);
 }
 
+// A periodic 3-D grid with MG's comm3 (tests/topo_app.c "torus"): each axis a Sendrecv to the high neighbour from
+// the low one, then one to the low neighbour from the high one. Traced at P = 4, 8, 16, where the second and third
+// sides are 1 or 2 ranks long and +1 and -1 give the same rank: the receive half is the opposite of its send half
+// and the second Sendrecv sends the other way (Topology::prefer_opposite_offset, _send); the faces with ghosts are
+// 8 (N/d0 + 2)(N/d2) and 8 (N/d0 + 2)(N/d1 + 2) bytes (decomposition_fit). Exact at P = 27 (3 x 3 x 3) with N = 48,
+// neither traced.
+TEST(TopologyBuild, PeriodicShiftsAndGhostedFacesExactAtUntracedP) {
+  auto torus = [](int P, int N) {
+    return trace(TOPO_APP, "torus 2 " + std::to_string(N), P, 2, N, " --param steps=2 --param N=" + std::to_string(N));
+  };
+  std::vector<mksim::trace::Run> runs{torus(2, 32), torus(4, 32), torus(8, 32), torus(16, 32), torus(8, 64)};
+  const auto held = torus(27, 48);
+  const auto r = b::build_skeleton(runs);
+  const std::string text = r.skeleton.dump(2);
+  EXPECT_NE(text.find("8*(N/dims(P, 3, 0) + 2)*(N/dims(P, 3, 1) + 2)"), std::string::npos) << text;
+  expect_exact(mksim::skeletons::parse_skeleton(text, "torus.json"), held, {{"steps", 2}, {"N", 48}}, text);
+}
+
 // SUMMA's broadcast roots are the owner of panel k, (k nb) / (N / pc) on the row and (k nb) / (N / pr) on the
 // column: they change with the loop's iteration. Exact folding makes one loop per owner (as many as the grid
 // has columns, so the traced runs disagree); index_loops makes them one loop over the N / nb panels whose roots
@@ -273,6 +293,32 @@ TEST(TopologyBuild, DecompositionFormsAndDecimalCoefficients) {
   });
   EXPECT_EQ(num, "nb");
   EXPECT_EQ(den, "ceil(N / dims(P, 2, 1))");
+  // faces with ghost layers (NPB MG's comm3): along y 8 (N/Px + 2)(N/Pz), along z 8 (N/Px + 2)(N/Py + 2), on
+  // MPI_Dims_create(P, 3); traced at P = 2, 4, 8, 16 and checked at 32 and 64, where the sides are new
+  auto dims3 = [](int P) {
+    return P == 2 ? std::array{2, 1, 1} : P == 4 ? std::array{2, 2, 1} : P == 8 ? std::array{2, 2, 2} : P == 16 ? std::array{4, 2, 2}
+           : P == 32 ? std::array{4, 4, 2} : std::array{4, 4, 4};
+  };
+  std::vector<b::Sample> ghost_y, ghost_z;
+  for (int P : {2, 4, 8, 16})
+    for (double N : {32.0, 64.0}) {
+      const auto d = dims3(P);
+      ghost_y.push_back({{{"P", P}, {"N", N}}, 8 * (N / d[0] + 2) * (N / d[2]), "run"});
+      ghost_z.push_back({{{"P", P}, {"N", N}}, 8 * (N / d[0] + 2) * (N / d[1] + 2), "run"});
+    }
+  const std::string gy = b::decomposition_fit(ghost_y, {"N"}, {}, true), gz = b::decomposition_fit(ghost_z, {"N"}, {}, true);
+  EXPECT_EQ(gy, "8*(N/dims(P, 3, 0) + 2)*(N/dims(P, 3, 2))");
+  EXPECT_EQ(gz, "8*(N/dims(P, 3, 0) + 2)*(N/dims(P, 3, 1) + 2)");
+  for (int P : {32, 64}) {
+    const auto d = dims3(P);
+    EXPECT_EQ(b::Feature(gy, names, true).eval({{"P", P}, {"N", 64}}), 8 * (64 / d[0] + 2) * (64 / d[2])) << P;
+    EXPECT_EQ(b::Feature(gz, names, true).eval({{"P", P}, {"N", 64}}), 8 * (64 / d[0] + 2) * (64 / d[1] + 2)) << P;
+  }
+  // a 2-D halo row with its two corner ghosts: 8 (N/Px + 2)
+  std::vector<b::Sample> row;
+  for (double P : {4.0, 8.0, 16.0})
+    for (double N : {32.0, 64.0}) row.push_back({{{"P", P}, {"N", N}}, 8 * (N / (P == 8 ? 4 : std::sqrt(P)) + 2), "run"});
+  EXPECT_EQ(b::decomposition_fit(row, {"N"}), "8*(N/dims(P, 2, 0) + 2)");
   EXPECT_TRUE(b::has_decimal_literal("17.4852 - 16.48*log2(P)"));
   EXPECT_FALSE(b::has_decimal_literal("c01_cart.rank + 1"));
 }

@@ -2712,6 +2712,7 @@ class Builder {
     if (c.kind == Kind::SENDRECV) {
       const std::string req = "sendrecv" + std::to_string(c.site % 100000);
       nlohmann::json s = {{"op", "isend"}, {"req", req + "s"}};
+      if (topo_->any()) topo_->prefer_opposite_send();
       s["peer"] = fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer");
       s["size"] = fit_call_int(u, bytes_of, at, fits, "size");
       send_sizes_[c.site].insert(s["size"].dump());
@@ -2720,6 +2721,7 @@ class Builder {
       s["tag"] = fit_call_int(u, tag_of, at, fits, "tag");
       finish(std::move(s));
       nlohmann::json r = {{"op", "irecv"}, {"req", req + "r"}};
+      if (topo_->any()) topo_->prefer_opposite_offset();
       r["peer"] = c.peer2 == trace::ANY ? nlohmann::json("any")
                                         : nlohmann::json(fit_comm_rank(u, std::max(decl, 0), [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).peer2); }, at, fits, "peer"));
       r["size"] = fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes2); }, at, fits, "size");

@@ -183,6 +183,84 @@ std::pair<std::string, std::string> block_ratio_fit(
   return {};
 }
 
+namespace {
+
+// A block with ghost layers, the faces that stencil codes send with their ghost cells: c times a product of one or
+// two factors (X/side + g), X a parameter, side one of 1, P and the sides of MPI_Dims_create(P, 2 or 3), g in 0..2,
+// some g > 0, c a positive integer up to 4096 (bytes per value times values per point). NPB MG's faces are
+// 8*(N/Px)(N/Pz) along x, 8*(N/Px + 2)(N/Pz) along y and 8*(N/Px + 2)(N/Py + 2) along z: the ghosts of the axes
+// before carry the edges and corners in two hops. Fewest factors, then fewest ghosts, then (prefer_3d) 3-D sides
+// first; "" when none reproduces every sample.
+std::string ghosted_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params,
+                        const std::function<bool(const std::string&)>& accept, bool prefer_3d) {
+  if (samples.empty() || params.empty()) return "";
+  std::vector<std::string> names{"P"};
+  if (samples.front().vars.count("rank")) names.push_back("rank");
+  for (const std::string& p : params) names.push_back(p);
+  std::vector<std::string> sides3, sides2;
+  for (int i = 0; i < 3; ++i) sides3.push_back("dims(P, 3, " + std::to_string(i) + ")");
+  for (int i = 0; i < 2; ++i) sides2.push_back("dims(P, 2, " + std::to_string(i) + ")");
+  std::vector<std::string> sides{"1", "P"};
+  for (const auto* group : prefer_3d ? std::vector{&sides3, &sides2} : std::vector{&sides2, &sides3})
+    sides.insert(sides.end(), group->begin(), group->end());
+  struct Factor {
+    std::string text;
+    int ghosts;
+    std::vector<double> at;  // its value at every sample
+  };
+  std::vector<Factor> factors;
+  for (const std::string& p : params)
+    for (const std::string& side : sides)
+      for (int g = 0; g <= 2; ++g) {
+        std::string t = side == "1" ? p : p + "/" + side;
+        if (g > 0) t += " + " + std::to_string(g);
+        Factor f{t, g, {}};
+        try {
+          const Feature e(t, names, false);
+          bool ok = true;
+          for (const Sample& x : samples) {
+            const double v = e.eval(x.vars);
+            ok = ok && v >= 1 && v == std::floor(v);  // a block's side: a whole number of points
+            f.at.push_back(v);
+          }
+          if (ok) factors.push_back(std::move(f));
+        } catch (const std::exception&) {
+        }
+      }
+  // (fewest factors, fewest ghosts, the order of the sides)
+  struct Cand {
+    int n, ghosts;
+    std::size_t a, b;
+  };
+  std::vector<Cand> order;
+  for (std::size_t a = 0; a < factors.size(); ++a) {
+    if (factors[a].ghosts > 0) order.push_back({1, factors[a].ghosts, a, a});
+    for (std::size_t b = a + 1; b < factors.size(); ++b)
+      if (factors[a].ghosts + factors[b].ghosts > 0) order.push_back({2, factors[a].ghosts + factors[b].ghosts, a, b});
+  }
+  std::stable_sort(order.begin(), order.end(), [](const Cand& x, const Cand& y) { return std::tie(x.n, x.ghosts) < std::tie(y.n, y.ghosts); });
+  auto wrap = [](const Factor& f) { return f.ghosts > 0 || f.text.find('/') != std::string::npos ? "(" + f.text + ")" : f.text; };
+  for (const Cand& c : order) {
+    const Factor& fa = factors[c.a];
+    const Factor& fb = factors[c.b];
+    double coef = 0;
+    bool ok = true;
+    for (std::size_t i = 0; ok && i < samples.size(); ++i) {
+      const double base = c.n == 1 ? fa.at[i] : fa.at[i] * fb.at[i];
+      const double r = samples[i].value / base;
+      if (i == 0) coef = r;
+      ok = r == coef;
+    }
+    if (!ok || !(coef >= 1) || coef > 4096 || coef != std::floor(coef)) continue;
+    std::string text = c.n == 1 ? wrap(fa) : wrap(fa) + "*" + wrap(fb);
+    if (coef != 1) text = std::to_string(static_cast<long long>(coef)) + "*" + text;
+    if (!accept || accept(text)) return text;
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string decomposition_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params,
                               const std::function<bool(const std::string&)>& accept, bool prefer_3d) {
   if (samples.empty()) return "";
@@ -306,7 +384,7 @@ std::string decomposition_fit(const std::vector<Sample>& samples, const std::vec
     } catch (const std::exception&) {
     }
   }
-  return "";
+  return ghosted_fit(samples, params, accept, prefer_3d);
 }
 
 namespace {
@@ -360,6 +438,9 @@ struct Topology::Impl {
   std::map<std::string, int> by_key;
   std::vector<RunData> data;    // per run
   std::vector<std::pair<std::string, std::string>> lets;
+  mutable std::vector<int> last_offset;       // cart_peer's last choice
+  mutable std::vector<int> last_send_offset;  // the last choice for a send (prefer_opposite_send)
+  mutable int opposite = 0;                   // for the next cart_peer: 1 prefer_opposite_offset, 2 prefer_opposite_send
 
   std::size_t index_of(const TopoRun& run) const {
     for (std::size_t i = 0; i < runs.size(); ++i)
@@ -654,8 +735,21 @@ struct Topology::Impl {
       }
       if (ok) fits.push_back(off);
     }
+    const int want = opposite;
+    opposite = 0;
     if (fits.empty()) return "";
+    std::size_t pick = 0;
+    const std::vector<int>& from = want == 2 ? last_send_offset : last_offset;
+    if (want != 0 && from.size() == nd) {
+      std::vector<int> neg(nd);
+      for (std::size_t i = 0; i < nd; ++i) neg[i] = -from[i];
+      for (std::size_t k = 0; k < fits.size(); ++k)
+        if (fits[k] == neg) pick = k;
+    }
+    std::swap(fits[0], fits[pick]);
     const std::vector<int>& off = fits.front();
+    last_offset = off;
+    if (want == 2) last_send_offset = off;
     std::string args;
     for (std::size_t i = 0; i < 3; ++i) {
       std::string c = "0";
@@ -837,11 +931,16 @@ int Topology::to_comm_rank(const TopoRun& run, int rank, std::uint32_t comm, int
   return it == m->end() ? -4 : static_cast<int>(it - m->begin());
 }
 
+void Topology::prefer_opposite_offset() const { impl_->opposite = 1; }
+void Topology::prefer_opposite_send() const { impl_->opposite = 2; }
+
 std::string Topology::fit_rank(int decl, const std::vector<RankObs>& obs, const FitInt& fit, const std::string& where,
                                const char* field, bool& exact, std::string& note) const {
   const Impl& m = *impl_;
   exact = true;
   note.clear();
+  const int opposite = m.opposite;  // prefer_opposite_offset or _send: for this fit's grids only
+  m.opposite = 0;
   // 1. a neighbour on the Cartesian grid of the communicator (or, on world, of a grid of all ranks in order)
   std::vector<int> grids;
   if (decl > 0 && m.decls[static_cast<std::size_t>(decl - 1)].cartesian()) grids.push_back(decl);
@@ -867,6 +966,7 @@ std::string Topology::fit_rank(int decl, const std::vector<RankObs>& obs, const 
     }
     if (!whole) continue;
     std::string why;
+    m.opposite = opposite;
     const std::string text = m.cart_peer(g, on, why);
     if (!text.empty()) {
       note = why;

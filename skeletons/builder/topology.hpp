@@ -73,6 +73,15 @@ class Topology {
    *  exact; `note` then says why. */
   std::string fit_rank(int decl, const std::vector<RankObs>& obs, const FitInt& fit, const std::string& where,
                        const char* field, bool& exact, std::string& note) const;
+  /** @brief For the next fit_rank only: where several Cartesian offsets give every traced peer (a periodic side
+   *  of 1 or 2 ranks, where +1 and -1 are one rank), take the opposite of the offset of the fit before it, when
+   *  it is one of them. MPI_Sendrecv's receive half: with MPI_Cart_shift's (source, dest) a program sends one
+   *  way and receives from the other (NPB MG's comm3 sends to the high neighbour, receives from the low one). */
+  void prefer_opposite_offset() const;
+  /** @brief For the next fit_rank only, a send: where several Cartesian offsets fit, take the opposite of the
+   *  last send's fitted so (the second MPI_Sendrecv of a pair along one axis sends the other way, as the first
+   *  one's receive half came from). */
+  void prefer_opposite_send() const;
 
  private:
   struct Impl;
