@@ -604,21 +604,22 @@ TEST(BuilderCounts, LogarithmicLevelCountIsChosenOverAPolynomialThatGoesNegative
 }
 }  // namespace
 
-// A compute per step that grows like N*P^2 over the traced runs (P = 2 to 16, N = 100 and 200; what time-sliced
-// runs of a program whose work is N per rank can look like) is too steep to extrapolate to 1,024 ranks. It is
-// refitted with the powers of P limited, not replaced by the mean of the runs, which would lose N: at P = 4 the
-// skeleton keeps N = 200's twice N = 100's compute (SUMMA's panel update lost 4.4 times at N = 192 that way).
-TEST(BuilderCompute, ATooSteepModelIsRefittedWithFewerPowersOfPNotAveraged) {
+// A compute of 2e-8 N^2 / P per step (SUMMA's panel update) traced at P = 2 to 16 with N = 100 and 200, plus
+// 1e-10 N P^3, what time slicing adds as the runs oversubscribe the cores more: the best model grows with P faster
+// than P log P. It is refitted with no term that grows with P, not replaced by the mean of the runs, which would lose
+// N: at P = 4 the skeleton keeps N = 200's 3-4 times N = 100's compute (SUMMA's panel update lost 4.4 times at
+// N = 192 that way).
+TEST(BuilderCompute, ATooSteepModelIsRefittedWithoutTermsThatGrowWithP) {
   auto program = [](int P, int N) {
     return [=](int r, RankWriter& w) {
       Jitter j{static_cast<std::uint64_t>(7919 * P + 31 * N + r)};
       w.call(Kind::INIT, 1, -1, -1, 0, 0);
-      for (int s = 0; s < 20; ++s) w.call(Kind::ALLREDUCE, 20, -1, -1, 8, j.next(1e-7 * N * (1 + P * P / 16.0), 0.02));
+      for (int s = 0; s < 20; ++s) w.call(Kind::ALLREDUCE, 20, -1, -1, 8, j.next(2e-8 * N * N / P + 1e-10 * N * P * P * P, 0.02));
       w.call(Kind::FINALIZE, 2);
     };
   };
   std::vector<mksim::trace::Run> runs;
-  for (auto [P, N] : {std::pair{2, 100}, {4, 100}, {8, 100}, {16, 100}, {2, 200}, {4, 200}, {8, 200}})
+  for (auto [P, N] : {std::pair{2, 100}, {4, 100}, {8, 100}, {16, 100}, {2, 200}, {4, 200}, {8, 200}, {16, 200}})
     runs.push_back(make_run(P, {{"N", N}}, program(P, N)));
   const BuildResult res = build_skeleton(runs);
   const std::string text = res.skeleton.dump(2);
@@ -629,7 +630,7 @@ TEST(BuilderCompute, ATooSteepModelIsRefittedWithFewerPowersOfPNotAveraged) {
   ASSERT_TRUE(c.at("fit").at("seconds").contains("rejected")) << text;  // the first model was too steep
   EXPECT_NE(c.at("seconds").get<std::string>().find("N"), std::string::npos) << text;
   bool warned = false;
-  for (const auto& w : res.warnings) warned = warned || w.find("fitted again with powers of P up to") != std::string::npos;
+  for (const auto& w : res.warnings) warned = warned || w.find("fitted again with no term that grows with P") != std::string::npos;
   EXPECT_TRUE(warned) << text;
   const auto sk = mksim::skeletons::parse_skeleton(text, "steep.json");
   auto seconds = [&](int P, int N) {
@@ -638,7 +639,9 @@ TEST(BuilderCompute, ATooSteepModelIsRefittedWithFewerPowersOfPNotAveraged) {
       if (op.kind == mksim::skeletons::ExpandedOp::Kind::COMPUTE) sum += op.amount;
     return sum;
   };
-  EXPECT_NEAR(seconds(4, 200) / seconds(4, 100), 2.0, 0.1) << text;
-  // and from 16 to 1,024 ranks the per-rank compute grows no faster than P log P
-  EXPECT_LE(seconds(1024, 100), 64 * 2.5 * seconds(16, 100)) << text;
+  // N = 200 costs 3 to 4 times N = 100 (the mean of the runs would make them equal)
+  EXPECT_GT(seconds(4, 200) / seconds(4, 100), 3.0) << text;
+  EXPECT_LT(seconds(4, 200) / seconds(4, 100), 4.4) << text;
+  // and from 16 to 1,024 ranks the per-rank compute grows less than P does (the rejected model: 4,000 times)
+  EXPECT_LE(seconds(1024, 100), 64 * seconds(16, 100)) << text;
 }
