@@ -153,6 +153,22 @@ TEST(Replay, DeadlockIsReportedWithBlockedRanks) {
   }
 }
 
+// A waitall blocks its rank once for all its requests (Transport::wait_until_complete): when one of them never
+// completes, the report names that one, not the first, which did.
+TEST(Replay, DeadlockInAWaitallNamesTheRequestThatNeverCompleted) {
+  auto s = sk(R"J("programs":[{"ranks":"rank == 0","body":[{"op":"irecv","peer":1,"size":8,"tag":1},
+                                                          {"op":"irecv","peer":1,"size":8,"tag":2},{"op":"waitall"}]},
+                              {"ranks":"1","body":[{"op":"send","peer":0,"size":8,"tag":1}]}]})J");
+  try {
+    run(s, 2);
+    FAIL() << "no deadlock reported";
+  } catch (const DeadlockError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("1 rank(s) blocked"), std::string::npos) << m;
+    EXPECT_NE(m.find("rank 0: recv from 1, tag 2, 8 bytes"), std::string::npos) << m;
+  }
+}
+
 TEST(Replay, HeadToHeadLargeSendsDeadlockOnlyAboveEagerThreshold) {
   auto s = sk(R"J("params":{"S":8},"body":[{"op":"send","peer":"1 - rank","size":"S"},{"op":"recv","peer":"1 - rank","size":"S"}]})J");
   EXPECT_THROW(run(s, 2, {{"S", 4096}}), DeadlockError);
