@@ -153,8 +153,7 @@ TEST(Replay, DeadlockIsReportedWithBlockedRanks) {
   }
 }
 
-// A waitall blocks its rank once for all its requests (Transport::wait_until_complete): when one of them never
-// completes, the report names that one, not the first, which did.
+// A waitall's deadlock report names the request that never completed, not the first one, which did.
 TEST(Replay, DeadlockInAWaitallNamesTheRequestThatNeverCompleted) {
   auto s = sk(R"J("programs":[{"ranks":"rank == 0","body":[{"op":"irecv","peer":1,"size":8,"tag":1},
                                                           {"op":"irecv","peer":1,"size":8,"tag":2},{"op":"waitall"}]},

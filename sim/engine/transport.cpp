@@ -228,7 +228,7 @@ void Transport::bind(const Request& send, Request& recv) {
   recv.done = send.done;  // an eager message may have arrived before its receive was posted
   if (recv.done) {
     recv.done_time = send.done_time;
-    wake_for(recv.owner, recv);
+    wake(recv.owner);
   }
 }
 
@@ -237,11 +237,11 @@ void Transport::finish(Request& send) {
   send.done = true;
   send.done_time = sg4::Engine::get_clock();
   --inflight_;
-  wake_for(send.owner, send);
+  wake(send.owner);
   if (send.matched_recv) {
     send.matched_recv->done = true;
     send.matched_recv->done_time = send.done_time;
-    wake_for(send.matched_recv->owner, *send.matched_recv);
+    wake(send.matched_recv->owner);
   }
 }
 
@@ -313,7 +313,7 @@ ReqPtr Transport::post_recv(int me, int src, int tag, std::uint32_t ctx, double 
 /** @brief Blocks the rank until woken: its actor suspends itself (one simcall, no activity), wake() resumes
  *  it. Its clock catches up with the engine's. `q` (or the measured collective `in_measured`) is what it waits for, for deadlock
  *  reports. */
-void Transport::block(int me, const Request* q, const char* in_measured, bool catch_up) {
+void Transport::block(int me, const Request* q, const char* in_measured) {
   Rank& rs = ranks_[me];
   rs.blocked = true;
   rs.waiting_for = q;
@@ -326,28 +326,8 @@ void Transport::block(int me, const Request* q, const char* in_measured, bool ca
     rs.blocked = false;
     ++active_;
   }
-  if (catch_up) rs.lt = std::max(rs.lt, sg4::Engine::get_clock());
+  rs.lt = std::max(rs.lt, sg4::Engine::get_clock());
   check_abort();
-}
-
-void Transport::wait_until_complete(int me, const std::vector<ReqPtr>& reqs) {
-  Rank& rs = ranks_[me];
-  const Request* first = nullptr;
-  for (const ReqPtr& q : reqs)
-    if (!(q->done || (q->is_send && q->eager)) && !q->awaited) {
-      q->awaited = true;
-      ++rs.awaiting;
-      if (!first) first = q.get();
-    }
-  // Blocking on them one at a time would move the clock to each one's completion as it is woken (block's catch-up),
-  // which the waits that follow do anyway (the later of the clock and done_time): so this block does not.
-  rs.awaiting_set = &reqs;
-  while (rs.awaiting > 0) {
-    check_abort();
-    block(me, first, nullptr, false);
-  }
-  rs.awaiting_set = nullptr;
-  rs.waiting_for = nullptr;
 }
 
 void Transport::wait(int me, const ReqPtr& req) {
@@ -401,19 +381,6 @@ void Transport::wake(int r) {
   }
 }
 
-/** @brief A request completed: its owner is woken only when it is blocked on that request (wait() blocks on one
- *  request at a time), not for each of its other requests that completes before it (a waitall of 8 requests woke
- *  its rank up to 8 times, each a context switch there and back to find its request still pending). */
-void Transport::wake_for(int r, Request& q) {
-  Rank& rs = ranks_[r];
-  if (q.awaited) {
-    q.awaited = false;
-    if (--rs.awaiting == 0) wake(r);
-    return;
-  }
-  if (rs.waiting_for == &q) wake(r);
-}
-
 /** @brief No rank can make progress when every unfinished rank waits for a partner. */
 void Transport::check_deadlock() {
   if (active_ > 0 || inflight_ > 0 || aborting_ || !events_.empty()) return;
@@ -431,12 +398,6 @@ void Transport::check_deadlock() {
       break;
     }
     const Request* q = ranks_[r].waiting_for;
-    if (const auto* set = ranks_[r].awaiting_set)  // the first of its requests still incomplete
-      for (const ReqPtr& x : *set)
-        if (x->awaited) {
-          q = x.get();
-          break;
-        }
     msg << "\n  rank " << r << ": ";
     if (!q && ranks_[r].in_measured) {
       msg << "in a measured " << ranks_[r].in_measured << " waiting for the other ranks";

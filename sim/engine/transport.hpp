@@ -49,7 +49,6 @@ struct Request {
   bool local = false;    // for sends: to oneself (a copy in memory, no SimGrid transfer)
   double wire = 0;       // for sends: the bytes the network carries (0 for a message charged a per-pattern figure)
   std::shared_ptr<Request> matched_recv; // for sends: the receive that matched it
-  bool awaited = false;  // counted in its owner's Rank::awaiting (Transport::wait_until_complete)
 };
 using ReqPtr = std::shared_ptr<Request>;
 
@@ -108,11 +107,6 @@ class Transport {
   ReqPtr post_recv(int me, int src, int tag, std::uint32_t ctx, double size, int block);
   /** @brief Blocks the rank until the request completes (an eager send at once); a receive then pays r + o. */
   void wait(int me, const ReqPtr& req);
-  /** @brief Blocks the rank until every request in `reqs` is complete, once: the waits on them that follow
-   *  (wait(), in posting order, which sets the clock and charges the overheads) then find them complete. The
-   *  rank's clock is not moved: the same times as waiting on each in turn, with one context switch where a
-   *  wait per request could block and be woken once per request. */
-  void wait_until_complete(int me, const std::vector<ReqPtr>& reqs);
   /** @brief A measured collective's rendezvous `key` among `n` ranks: returns when all have arrived, the rank's
    *  clock at the latest arrival. `kind` names it in deadlock reports. */
   void gather(int me, const GatheringKey& key, int n, const char* kind);
@@ -155,8 +149,6 @@ class Transport {
     long pending = 0;                   // its posts not yet processed (their time not reached)
     bool blocked = false;               // suspended, waiting for a partner
     const Request* waiting_for = nullptr;
-    int awaiting = 0;                   // wait_until_complete: its requests still incomplete
-    const std::vector<ReqPtr>* awaiting_set = nullptr;  // and which they are (deadlock reports)
     const char* in_measured = nullptr;  // waiting for the others in this measured collective
     bool finished = false;              // its program ended
     bool completed = false;             // the actor reached its end (not killed by SimGrid)
@@ -178,9 +170,8 @@ class Transport {
   void launch(const ReqPtr& send);
   void bind(const Request& send, Request& recv);
   void finish(Request& send);
-  void block(int me, const Request* q, const char* in_measured, bool catch_up = true);
+  void block(int me, const Request* q, const char* in_measured);
   void wake(int r);
-  void wake_for(int r, Request& q);
   void check_deadlock();
   void progress();
   std::string fmt(double v) const;
