@@ -645,3 +645,41 @@ TEST(BuilderCompute, ATooSteepModelIsRefittedWithoutTermsThatGrowWithP) {
   // and from 16 to 1,024 ranks the per-rank compute grows less than P does (the rejected model: 4,000 times)
   EXPECT_LE(seconds(1024, 100), 64 * seconds(16, 100)) << text;
 }
+
+// Runs with more ranks than the host's cores (run.json `cores`) time-slice their ranks, so a measured time that
+// grows with P there is not the program's: a compute of 2e-6 N / P plus 1e-6 P (what slicing adds) is fitted
+// again with no term that grows with P, and one warning says so for every such block. Without `cores` (unknown),
+// or with enough cores, the growth is kept.
+TEST(BuilderCompute, GrowthInPFromRunsWithMoreRanksThanCoresIsNotTrusted) {
+  auto build = [](int cores) {
+    std::vector<mksim::trace::Run> runs;
+    for (auto [P, N] : {std::pair{2, 100}, {4, 100}, {8, 100}, {16, 100}, {2, 200}, {4, 200}, {8, 200}, {16, 200}}) {
+      runs.push_back(make_run(P, {{"N", N}}, [P = P, N = N](int r, RankWriter& w) {
+        Jitter j{static_cast<std::uint64_t>(7 * P + N + r)};
+        w.call(Kind::INIT, 1, -1, -1, 0, 0);
+        for (int s = 0; s < 20; ++s) w.call(Kind::ALLREDUCE, 20, -1, -1, 8, j.next(2e-6 * N / P + 1e-6 * P, 0.01));
+        w.call(Kind::FINALIZE, 2);
+      }));
+      runs.back().cores = cores;
+    }
+    return build_skeleton(runs);
+  };
+  auto step_seconds = [](const BuildResult& res, int P) {
+    const auto sk = mksim::skeletons::parse_skeleton(res.skeleton.dump(), "cores.json");
+    double sum = 0;
+    for (const auto& op : mksim::skeletons::expand_rank(sk, mksim::skeletons::bind_parameters(sk, P, {{"N", 100}}), 0))
+      if (op.kind == mksim::skeletons::ExpandedOp::Kind::COMPUTE) sum += op.amount;
+    return sum;
+  };
+  const BuildResult sliced = build(2), unknown = build(0), enough = build(64);
+  const std::string text = sliced.skeleton.dump(2);
+  std::size_t said = 0;
+  for (const auto& w : sliced.warnings) said += w.find("grew with P in runs with more ranks than cores (P = 4 on 2 cores, 8 on 2 cores, 16 on 2 cores)") != std::string::npos;
+  EXPECT_EQ(said, 1u) << text;
+  EXPECT_LE(step_seconds(sliced, 1024), step_seconds(sliced, 16)) << text;  // no growth from 16 to 1,024 ranks
+  EXPECT_NE(text.find("grows with P in runs with more ranks than cores"), std::string::npos) << text;  // the block's fit
+  for (const BuildResult* kept : {&unknown, &enough}) {
+    for (const auto& w : kept->warnings) EXPECT_EQ(w.find("more ranks than cores"), std::string::npos) << w;
+    EXPECT_GT(step_seconds(*kept, 1024), 10 * step_seconds(*kept, 16)) << kept->skeleton.dump(2);  // 1e-6 P kept
+  }
+}

@@ -421,6 +421,20 @@ TEST_F(TraceTest, CorruptTruncatedAndMissingFilesGiveErrorsNamingFileAndOffset) 
   fs::remove(bad / "run.json");
   e = read_error(bad);
   EXPECT_NE(e.find("run.json: cannot open"), std::string::npos) << e;
+
+  // run.json's `cores`: the host's (the launcher's nproc: every rank ran here); one that is not positive is refused
+  EXPECT_GT(mksim::trace::read_run(good.string()).cores, 0);
+  fs::remove_all(bad);
+  fs::copy(good, bad);
+  {
+    std::string j = slurp_text(bad / "run.json");
+    const std::size_t at = j.find("\"cores\": ");
+    ASSERT_NE(at, std::string::npos) << j;
+    j.replace(at, j.find(',', at) - at, "\"cores\": 0");
+    std::ofstream(bad / "run.json") << j;
+  }
+  e = read_error(bad);
+  EXPECT_NE(e.find("run.json: /cores: must be positive"), std::string::npos) << e;
 }
 
 // MKTRACE_CPU_TIME=1 (the launcher's choice when the ranks outnumber the cores): every record carries the thread CPU

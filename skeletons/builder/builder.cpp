@@ -641,6 +641,11 @@ class Builder {
           if (e.kind == Kind::DIMS_CREATE || e.kind == Kind::CART_CREATE)
             if (const trace::CommArgs* a = t.args_of(e); a && !a->dims.empty()) nd.insert(static_cast<int>(a->dims.size()));
     predicate_options_.grid_ndims.assign(nd.begin(), nd.end());
+    std::set<std::pair<int, int>> over;  // (P, cores) of the runs with more ranks than cores
+    for (const RunInfo& r : runs_)
+      if (r.run->cores > 0 && r.P > r.run->cores) over.emplace(r.P, r.run->cores);
+    for (const auto& [P, cores] : over)
+      oversubscribed_ += (oversubscribed_.empty() ? "P = " : ", ") + std::to_string(P) + " on " + std::to_string(cores) + " cores";
   }
 
   BuildResult result;
@@ -751,6 +756,12 @@ class Builder {
                                       (fixed.find(',') == std::string::npos ? "it" : "them") +
                                       "; trace runs at other values to find out whether the program's numbers do");
     }
+    if (oversubscribed_refits_ > 0)
+      result.warnings.insert(result.warnings.begin(),
+                             std::to_string(oversubscribed_refits_) + " measured time(s) grew with P in runs with more ranks than cores (" +
+                                 oversubscribed_ + "): fitted again with no term that grows with P, or their mean (each block's fit "
+                                 "keeps the rejected model; trace within the host's cores to measure how its work grows); first: " +
+                                 oversubscribed_example_);
     if (!result.ambiguities.empty()) prov["ambiguities"] = result.ambiguities;
     if (!result.warnings.empty()) prov["warnings"] = result.warnings;
     if (!neighbours.notes.empty()) prov["neighbour_lists"] = neighbours.notes;
@@ -805,6 +816,9 @@ class Builder {
     if (!note.empty()) result.ambiguities.push_back(at + "/" + field + ": " + note);
     return text;
   }
+  std::string oversubscribed_;    // the runs with more ranks than cores ("P = 16 on 2 cores, ..."), "" when none
+  int oversubscribed_refits_ = 0;  // measured times that grew with P there, fitted again (one warning for all)
+  std::string oversubscribed_example_;
   bool allow_prob_sets_ = false;  // condition(): an empty text (a probability) where no predicate fits
   std::vector<Member> members_;
   std::vector<std::vector<std::size_t>> shapes_;        // shape -> member indices
@@ -1811,9 +1825,25 @@ class Builder {
     // runs measure well, and the mean of runs at different N loses it (4.4 times too little compute at N = 192).
     // Not with terms up to P either: at the corpus' sweep3d that turned microsecond gaps inflated by time slicing
     // (7e-11*P^3 + 3e-7) into 2e-8*P + 2e-7, 100 times the gap at 1,024 ranks.
+    // Runs with more ranks than the host's cores (run.json `cores`) time-slice their ranks: what they measure grows
+    // with P whether the program's work does or not (the corpus' hpcg, 16 ranks on 2 cores: microsecond gaps 3 times
+    // a run at P = 1, fitted as terms linear in P, +150% at 256 ranks). From such runs a measured time may fall with
+    // P, not grow: a model that grows is fitted again as a too steep one is.
+    auto grows = [&](const std::string& expr) {
+      const std::string what = field;
+      if (oversubscribed_.empty() || (what != "seconds" && what != "overlap_s")) return false;
+      const Feature model(expr, names, false);
+      for (const Sample& x : samples) {
+        Vars twice = x.vars;
+        twice["P"] = 2 * x.vars.at("P");
+        const double here = model.eval(x.vars), there = model.eval(twice);
+        if (std::isfinite(here) && std::isfinite(there) && there > here * (1 + 1e-9) + 1e-300) return true;
+      }
+      return false;
+    };
     std::vector<std::string> rejected;
     double rejected_cv = -1;
-    bool any_steep = false;
+    bool any_steep = false, any_grows = false;
     for (const double limit : {static_cast<double>(INFINITY), 0.0}) {
       FitOptions fo;
       fo.max_p_power = limit;
@@ -1827,8 +1857,9 @@ class Builder {
         return f.expr;
       }
       const bool steep = too_steep(f.expr);
-      if (steep) {
-        any_steep = true;
+      const bool grows_oversubscribed = !steep && limit != 0 && grows(f.expr);
+      if (steep || grows_oversubscribed) {
+        (steep ? any_steep : any_grows) = true;
         rejected.push_back(f.expr);
         if (rejected_cv < 0) rejected_cv = f.cv_rel_error;
         continue;
@@ -1840,7 +1871,12 @@ class Builder {
       }
       fits[field] = {{"expr", f.expr}, {"max_rel_error", f.max_rel_error}, {"cv_rel_error", f.cv_rel_error},
                      {"mean_cv_rel_error", flat}, {"samples", samples.size()}};
-      if (!rejected.empty()) {
+      if (!rejected.empty() && any_grows) {
+        fits[field]["rejected"] = rejected;
+        fits[field]["why_rejected"] = "grows with P in runs with more ranks than cores";
+        if (oversubscribed_refits_++ == 0)
+          oversubscribed_example_ = where + "/" + field + ": \"" + rejected.front() + "\" -> \"" + f.expr + "\"";
+      } else if (!rejected.empty()) {
         fits[field]["rejected"] = rejected;
         result.warnings.push_back(where + "/" + field + ": \"" + rejected.front() + "\" grows faster than P log P (more than " +
                                   fmt_number(max_growth_8p) + " times when P grows 8 times, or at larger P); fitted again with no term that grows with P: \"" + f.expr +
@@ -1850,6 +1886,8 @@ class Builder {
       // a time model may turn negative outside the traced range (a - b*log2(K)): a duration is not
       return "max(0, " + f.expr + ")";
     }
+    if (any_grows && !any_steep && oversubscribed_refits_++ == 0)
+      oversubscribed_example_ = where + "/" + field + ": \"" + rejected.front() + "\" -> the mean";
     if (any_steep)
       result.warnings.push_back(where + "/" + field + ": \"" + rejected.front() + "\" grows faster than P log P (more than " +
                                 fmt_number(max_growth_8p) + " times when P grows 8 times, or at larger P), and no model without a term that grows with P " +

@@ -532,6 +532,10 @@ Run read_run(const std::string& dir, const ReadOptions& options) {
     if (run.P <= 0) throw TraceError(json_path, TraceError::NO_OFFSET, "/P: must be positive");
     run.command = j.at("command").get<std::vector<std::string>>();
     if (j.contains("executable")) run.executable = j.at("executable").get<std::string>();
+    if (j.contains("cores")) {
+      run.cores = integer("cores");
+      if (run.cores <= 0) throw TraceError(json_path, TraceError::NO_OFFSET, "/cores: must be positive");
+    }
     for (const auto& [name, value] : j.at("params").items()) {
       if (value.is_structured())  // (dumping a deeply nested value would overflow the stack)
         throw TraceError(json_path, TraceError::NO_OFFSET, "/params/" + name + ": must be a number or a string");

@@ -143,6 +143,7 @@ struct Run {
   int P = 0;
   std::vector<std::string> command;
   std::string executable;  ///< the program's absolute path at trace time ("" when run.json has none)
+  int cores = 0;           ///< cores of the host every rank ran on (run.json `cores`); 0 unknown
   std::map<std::string, std::string> params;  ///< as given to mktrace --param (numbers in JSON form)
   int exit_code = 0;                          ///< mpirun's
   std::vector<RankTrace> ranks;
