@@ -154,7 +154,7 @@ TEST(TopologyBuild, NonPeriodicCubeWithProcNullExactAtUntracedP) {
 // A periodic 3-D grid with MG's comm3 (tests/topo_app.c "torus"): each axis a Sendrecv to the high neighbour from
 // the low one, then one to the low neighbour from the high one. Traced at P = 4, 8, 16, where the second and third
 // sides are 1 or 2 ranks long and +1 and -1 give the same rank: the receive half is the opposite of its send half
-// and the second Sendrecv sends the other way (Topology::prefer_opposite_offset, _send); the faces with ghosts are
+// and the second Sendrecv sends the other way (Topology::Shift); the faces with ghosts are
 // 8 (N/d0 + 2)(N/d2) and 8 (N/d0 + 2)(N/d1 + 2) bytes (decomposition_fit). Exact at P = 27 (3 x 3 x 3) with N = 48,
 // neither traced.
 TEST(TopologyBuild, PeriodicShiftsAndGhostedFacesExactAtUntracedP) {

@@ -794,7 +794,8 @@ class Builder {
 
   // A rank-valued number of a call (peer, root: world ranks in the trace) as a rank of its communicator.
   template <class F>
-  std::string fit_comm_rank(const UNode& u, int decl, F get, const std::string& at, nlohmann::json& fits, const char* field) {
+  std::string fit_comm_rank(const UNode& u, int decl, F get, const std::string& at, nlohmann::json& fits, const char* field,
+                            Topology::Shift shift = Topology::Shift::any) {
     if (!topo_->any()) return field == std::string("root") ? fit_int(samples(u, get), at, fits, field, false)
                                                            : fit_call_int(u, get, at, fits, field);
     std::vector<RankObs> obs;
@@ -807,7 +808,7 @@ class Builder {
     std::string note;
     const std::string text = topo_->fit_rank(
         decl, obs, [&](const std::vector<Sample>& s, const std::string& w, const char* f, bool r) { return fit_int(s, w, fits, f, r); },
-        at, field, exact, note);
+        at, field, exact, note, shift);
     if (text.empty()) {  // no form on the communicator: the world rank's fit, said
       result.warnings.push_back(at + "/" + field + ": " + (note.empty() ? std::string("no form on its communicator fits") : note) +
                                 "; fitted as a world rank");
@@ -1844,16 +1845,30 @@ class Builder {
     std::vector<std::string> rejected;
     double rejected_cv = -1;
     bool any_steep = false, any_grows = false;
+    // the model kept after the first was rejected: said in a warning (too steep) or counted in one for the build
+    // (grew where runs had more ranks than cores), and the rejected ones kept in its fit
+    auto keep = [&](const Fit& f) {
+      fits[field] = {{"expr", f.expr}, {"max_rel_error", f.max_rel_error}, {"cv_rel_error", f.cv_rel_error},
+                     {"mean_cv_rel_error", flat}, {"samples", samples.size()}};
+      note_ambiguity(where + "/" + field, f);
+      if (rejected.empty()) return;
+      fits[field]["rejected"] = rejected;
+      if (any_grows) {
+        fits[field]["why_rejected"] = "grows with P in runs with more ranks than cores";
+        if (oversubscribed_refits_++ == 0)
+          oversubscribed_example_ = where + "/" + field + ": \"" + rejected.front() + "\" -> \"" + f.expr + "\"";
+      } else {
+        result.warnings.push_back(where + "/" + field + ": \"" + rejected.front() + "\" grows faster than P log P (more than " +
+                                  fmt_number(max_growth_8p) + " times when P grows 8 times, or at larger P); fitted again with no term that grows with P: \"" + f.expr +
+                                  "\" (compute times of runs with more ranks than cores include time waiting for a core)");
+      }
+    };
     for (const double limit : {static_cast<double>(INFINITY), 0.0}) {
       FitOptions fo;
       fo.max_p_power = limit;
       const Fit f = fit_quantity(samples, params_, fo);
-      const bool constant = Feature(f.expr, names, false).uses().empty();
-      if (constant) {
-        fits[field] = {{"expr", f.expr}, {"max_rel_error", f.max_rel_error}, {"cv_rel_error", f.cv_rel_error},
-                       {"mean_cv_rel_error", flat}, {"samples", samples.size()}};
-        if (!rejected.empty()) fits[field]["rejected"] = rejected;
-        note_ambiguity(where + "/" + field, f);
+      if (Feature(f.expr, names, false).uses().empty()) {  // a constant
+        keep(f);
         return f.expr;
       }
       const bool steep = too_steep(f.expr);
@@ -1869,20 +1884,7 @@ class Builder {
         if (rejected_cv < 0) rejected_cv = f.cv_rel_error;
         break;
       }
-      fits[field] = {{"expr", f.expr}, {"max_rel_error", f.max_rel_error}, {"cv_rel_error", f.cv_rel_error},
-                     {"mean_cv_rel_error", flat}, {"samples", samples.size()}};
-      if (!rejected.empty() && any_grows) {
-        fits[field]["rejected"] = rejected;
-        fits[field]["why_rejected"] = "grows with P in runs with more ranks than cores";
-        if (oversubscribed_refits_++ == 0)
-          oversubscribed_example_ = where + "/" + field + ": \"" + rejected.front() + "\" -> \"" + f.expr + "\"";
-      } else if (!rejected.empty()) {
-        fits[field]["rejected"] = rejected;
-        result.warnings.push_back(where + "/" + field + ": \"" + rejected.front() + "\" grows faster than P log P (more than " +
-                                  fmt_number(max_growth_8p) + " times when P grows 8 times, or at larger P); fitted again with no term that grows with P: \"" + f.expr +
-                                  "\" (compute times of runs with more ranks than cores include time waiting for a core)");
-      }
-      note_ambiguity(where + "/" + field, f);
+      keep(f);
       // a time model may turn negative outside the traced range (a - b*log2(K)): a duration is not
       return "max(0, " + f.expr + ")";
     }
@@ -2751,8 +2753,9 @@ class Builder {
     if (c.kind == Kind::SENDRECV) {
       const std::string req = "sendrecv" + std::to_string(c.site % 100000);
       nlohmann::json s = {{"op", "isend"}, {"req", req + "s"}};
-      if (topo_->any()) topo_->prefer_opposite_send();
-      s["peer"] = fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer");
+      // on periodic sides too short to tell +1 from -1: a shift's send goes against the last Sendrecv's send, its
+      // receive against its send (Topology::Shift)
+      s["peer"] = fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer", Topology::Shift::against_last_send);
       s["size"] = fit_call_int(u, bytes_of, at, fits, "size");
       send_sizes_[c.site].insert(s["size"].dump());
       s["_send_site"] = c.site;
@@ -2760,9 +2763,9 @@ class Builder {
       s["tag"] = fit_call_int(u, tag_of, at, fits, "tag");
       finish(std::move(s));
       nlohmann::json r = {{"op", "irecv"}, {"req", req + "r"}};
-      if (topo_->any()) topo_->prefer_opposite_offset();
       r["peer"] = c.peer2 == trace::ANY ? nlohmann::json("any")
-                                        : nlohmann::json(fit_comm_rank(u, std::max(decl, 0), [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).peer2); }, at, fits, "peer"));
+                                        : nlohmann::json(fit_comm_rank(u, std::max(decl, 0), [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).peer2); }, at, fits, "peer",
+                                                                       Topology::Shift::against_last));
       r["size"] = fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes2); }, at, fits, "size");
       r["_recv_site"] = c.site;
       note_size_spread(u, true, fits);

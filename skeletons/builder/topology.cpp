@@ -439,8 +439,7 @@ struct Topology::Impl {
   std::vector<RunData> data;    // per run
   std::vector<std::pair<std::string, std::string>> lets;
   mutable std::vector<int> last_offset;       // cart_peer's last choice
-  mutable std::vector<int> last_send_offset;  // the last choice for a send (prefer_opposite_send)
-  mutable int opposite = 0;                   // for the next cart_peer: 1 prefer_opposite_offset, 2 prefer_opposite_send
+  mutable std::vector<int> last_send_offset;  // its last choice for a Shift::against_last_send fit
 
   std::size_t index_of(const TopoRun& run) const {
     for (std::size_t i = 0; i < runs.size(); ++i)
@@ -665,7 +664,7 @@ struct Topology::Impl {
   bool data_parent_is_world(int decl) const { return decls[static_cast<std::size_t>(decl - 1)].parent == 0; }
 
   // Cartesian neighbour: the offset (each coordinate in -2..2) that gives every observation.
-  std::string cart_peer(int decl, const std::vector<RankObs>& obs, std::string& note) const {
+  std::string cart_peer(int decl, const std::vector<RankObs>& obs, std::string& note, Shift shift) const {
     const DeclInfo& info = decls[static_cast<std::size_t>(decl - 1)];
     const std::size_t nd = info.dims.size();
     if (nd == 0 || nd > 3 || info.coords.size() != nd) return "";
@@ -735,12 +734,10 @@ struct Topology::Impl {
       }
       if (ok) fits.push_back(off);
     }
-    const int want = opposite;
-    opposite = 0;
     if (fits.empty()) return "";
     std::size_t pick = 0;
-    const std::vector<int>& from = want == 2 ? last_send_offset : last_offset;
-    if (want != 0 && from.size() == nd) {
+    const std::vector<int>& from = shift == Shift::against_last_send ? last_send_offset : last_offset;
+    if (shift != Shift::any && from.size() == nd) {
       std::vector<int> neg(nd);
       for (std::size_t i = 0; i < nd; ++i) neg[i] = -from[i];
       for (std::size_t k = 0; k < fits.size(); ++k)
@@ -749,7 +746,7 @@ struct Topology::Impl {
     std::swap(fits[0], fits[pick]);
     const std::vector<int>& off = fits.front();
     last_offset = off;
-    if (want == 2) last_send_offset = off;
+    if (shift == Shift::against_last_send) last_send_offset = off;
     std::string args;
     for (std::size_t i = 0; i < 3; ++i) {
       std::string c = "0";
@@ -931,16 +928,11 @@ int Topology::to_comm_rank(const TopoRun& run, int rank, std::uint32_t comm, int
   return it == m->end() ? -4 : static_cast<int>(it - m->begin());
 }
 
-void Topology::prefer_opposite_offset() const { impl_->opposite = 1; }
-void Topology::prefer_opposite_send() const { impl_->opposite = 2; }
-
 std::string Topology::fit_rank(int decl, const std::vector<RankObs>& obs, const FitInt& fit, const std::string& where,
-                               const char* field, bool& exact, std::string& note) const {
+                               const char* field, bool& exact, std::string& note, Shift shift) const {
   const Impl& m = *impl_;
   exact = true;
   note.clear();
-  const int opposite = m.opposite;  // prefer_opposite_offset or _send: for this fit's grids only
-  m.opposite = 0;
   // 1. a neighbour on the Cartesian grid of the communicator (or, on world, of a grid of all ranks in order)
   std::vector<int> grids;
   if (decl > 0 && m.decls[static_cast<std::size_t>(decl - 1)].cartesian()) grids.push_back(decl);
@@ -966,8 +958,7 @@ std::string Topology::fit_rank(int decl, const std::vector<RankObs>& obs, const 
     }
     if (!whole) continue;
     std::string why;
-    m.opposite = opposite;
-    const std::string text = m.cart_peer(g, on, why);
+    const std::string text = m.cart_peer(g, on, why, shift);
     if (!text.empty()) {
       note = why;
       return text;

@@ -67,21 +67,19 @@ class Topology {
   /** @brief A world rank as a rank of the caller's instance of comm (PROC_NULL, ANY and NO_RANK kept as
    *  -1, -2, NO_RANK); -4 when the rank is not a member. */
   int to_comm_rank(const TopoRun& run, int rank, std::uint32_t comm, int world) const;
+  /** @brief Where several Cartesian offsets give every traced peer (a periodic side of 1 or 2 ranks, where +1 and
+   *  -1 are one rank), which fit_rank takes: the first (`any`: fewest and smallest moves, + before -); the opposite
+   *  of the previous fit's offset (`against_last`: MPI_Sendrecv's receive half, since with MPI_Cart_shift's (source,
+   *  dest) a program sends one way and receives from the other, as NPB MG's comm3); the opposite of the last
+   *  `against_last_send` fit's (a send: the second MPI_Sendrecv of a pair along one axis sends the other way). The
+   *  alternative, when it is not among them, is the first. */
+  enum class Shift { any, against_last, against_last_send };
   /** @brief An exact expression for a peer or root given as world ranks, relative to the communicator
    *  `decl` (every observation's communicator must be of that declaration): Cartesian neighbours,
    *  expressions of NAME.rank and NAME.size, else the builder's fit over world variables. "" when none is
-   *  exact; `note` then says why. */
+   *  exact; `note` then says why. Remembers the Cartesian offset it chose, for `shift` of the fits after it. */
   std::string fit_rank(int decl, const std::vector<RankObs>& obs, const FitInt& fit, const std::string& where,
-                       const char* field, bool& exact, std::string& note) const;
-  /** @brief For the next fit_rank only: where several Cartesian offsets give every traced peer (a periodic side
-   *  of 1 or 2 ranks, where +1 and -1 are one rank), take the opposite of the offset of the fit before it, when
-   *  it is one of them. MPI_Sendrecv's receive half: with MPI_Cart_shift's (source, dest) a program sends one
-   *  way and receives from the other (NPB MG's comm3 sends to the high neighbour, receives from the low one). */
-  void prefer_opposite_offset() const;
-  /** @brief For the next fit_rank only, a send: where several Cartesian offsets fit, take the opposite of the
-   *  last send's fitted so (the second MPI_Sendrecv of a pair along one axis sends the other way, as the first
-   *  one's receive half came from). */
-  void prefer_opposite_send() const;
+                       const char* field, bool& exact, std::string& note, Shift shift = Shift::any) const;
 
  private:
   struct Impl;
