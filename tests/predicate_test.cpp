@@ -287,7 +287,8 @@ std::vector<int> dims_of(int P, int n) {
       {{4, 2}, {2, 2}},       {{8, 2}, {4, 2}},       {{16, 2}, {4, 4}},       {{32, 2}, {8, 4}},
       {{64, 2}, {8, 8}},      {{128, 2}, {16, 8}},    {{8, 3}, {2, 2, 2}},     {{12, 3}, {3, 2, 2}},
       {{18, 3}, {3, 3, 2}},   {{27, 3}, {3, 3, 3}},   {{64, 3}, {4, 4, 4}},    {{48, 3}, {4, 4, 3}},
-      {{125, 3}, {5, 5, 5}}};
+      {{125, 3}, {5, 5, 5}},  {{2, 3}, {2, 1, 1}},    {{4, 3}, {2, 2, 1}},     {{16, 3}, {4, 2, 2}},
+      {{1024, 3}, {16, 8, 8}}};
   return table.at({P, n});
 }
 
@@ -355,6 +356,21 @@ TEST(PredicateGrid, AConditionOnPAloneNonSquareGrid) {
   expect_fits(g, runs);
   EXPECT_NE(g.text.find("dims(P, 2, 0)"), std::string::npos) << g.text;
   for (int P : {32, 64, 128}) EXPECT_EQ(predicate_members(g.text, {{"P", P}}), truth_at(P, non_square)) << g.text << " P=" << P;
+}
+
+TEST(PredicateGrid, AConditionOnPAloneTheThreeDimensionalGridHasAThirdSide) {
+  // LAMMPS' exchanges along an axis run only when the grid has more than one rank along it: traced at P = 2, 4, 8
+  // (MPI_Dims_create(P, 3) = 2x1x1, 2x2x1, 2x2x2) the third axis' ranks are all of P = 8's and none of the others'.
+  // In a program that made a 3-D grid that is "dims(P, 3, 2) > 1", true at 16, 64, 1024; the 2-D side comparison
+  // "dims(P, 2, 0) > dims(P, 2, 1)" (2 > 1, 2 = 2, 4 > 2) fits the runs too but is false at 16 and 64.
+  const Truth third = [](int P, int) { return dims_of(P, 3)[2] > 1; };
+  const auto runs = label({2, 4, 8}, third);
+  PredicateOptions three;
+  three.grid_ndims = {3};
+  const GroupPredicate g = find_group_predicate(runs, three);
+  expect_fits(g, runs);
+  EXPECT_EQ(g.text, "dims(P, 3, 2) > 1");
+  for (int P : {16, 27, 64, 1024}) EXPECT_EQ(predicate_members(g.text, {{"P", P}}), truth_at(P, third)) << g.text << " P=" << P;
 }
 
 TEST(PredicateGrid, AConditionOnPAloneTheRunsOfMoreThanOneRank) {

@@ -15,6 +15,9 @@
  *                            B/8 doubles down each column, a ring of B bytes on a split with reversed keys, a
  *                            barrier on a dup; prints "time: <s>", from the barrier before the loop to the last
  *                            rank's end (the skeleton tests/data/topo_grid.json models it)
+ *   topo_app swaps STEPS B   LAMMPS' exchange: on a periodic 3-D grid of MPI_Dims_create(P, 3)'s sides in reverse
+ *                            order, along each axis of more than one rank an MPI_Irecv from the high neighbour and
+ *                            an MPI_Send of B bytes to the low one, then the other way (STEPS times)
  *   topo_app fan TASKS B     a master and P - 1 workers: rank 0 sends B bytes to each worker in turn (a loop over
  *                            ranks 1..P-1), worker r returns floor((TASKS - r + P - 1) / (P - 1)) results of B
  *                            bytes (its round-robin share of TASKS), rank 0 receives TASKS results from any
@@ -230,6 +233,34 @@ static void torus(int rank, int P, int steps, int N)
     MPI_Comm_free(&cart);
 }
 
+/* STEPS iterations of LAMMPS' exchange on a periodic 3-D grid whose sides are MPI_Dims_create(P, 3)'s in reverse
+   order (as LAMMPS' own factoring gives at P = 4: 1 x 2 x 2): along each axis with more than one rank, an MPI_Irecv
+   from the high neighbour and an MPI_Send of BYTES to the low one, then the other way; an axis of one rank is
+   skipped. At P <= 8 the first axes are missing and every side is 1 or 2 ranks long. */
+static void swaps(int rank, int P, int steps, int bytes)
+{
+    int d3[3] = {0, 0, 0}, periods[3] = {1, 1, 1}, lo[3], hi[3];
+    MPI_Comm cart;
+    MPI_Dims_create(P, 3, d3);
+    int dims[3] = {d3[2], d3[1], d3[0]};
+    MPI_Cart_create(MPI_COMM_WORLD, 3, dims, periods, 0, &cart);
+    for (int d = 0; d < 3; ++d) MPI_Cart_shift(cart, d, 1, &lo[d], &hi[d]);
+    const int n = bytes / 8;
+    for (int i = 0; i < n; ++i) buf[i] = rank + i;
+    for (int t = 0; t < steps; ++t)
+        for (int d = 0; d < 3; ++d) {
+            if (dims[d] == 1) continue;
+            MPI_Request rq;
+            MPI_Irecv(rbuf, n, MPI_DOUBLE, hi[d], 0, cart, &rq);
+            MPI_Send(buf, n, MPI_DOUBLE, lo[d], 0, cart);
+            MPI_Wait(&rq, MPI_STATUS_IGNORE);
+            MPI_Irecv(rbuf, n, MPI_DOUBLE, lo[d], 0, cart, &rq);
+            MPI_Send(buf, n, MPI_DOUBLE, hi[d], 0, cart);
+            MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        }
+    MPI_Comm_free(&cart);
+}
+
 static void fan(int rank, int P, int tasks, int bytes)
 {
     const int n = bytes / 8, W = P - 1;
@@ -268,12 +299,14 @@ int main(int argc, char **argv)
         cube(rank, P, atoi(argv[2]), atoi(argv[3]));
     } else if (argc > 3 && strcmp(argv[1], "torus") == 0) {
         torus(rank, P, atoi(argv[2]), atoi(argv[3]));
+    } else if (argc > 3 && strcmp(argv[1], "swaps") == 0) {
+        swaps(rank, P, atoi(argv[2]), atoi(argv[3]));
     } else if (argc > 3 && strcmp(argv[1], "fan") == 0) {
         fan(rank, P, atoi(argv[2]), atoi(argv[3]));
     } else if (argc > 3 && strcmp(argv[1], "grid") == 0) {
         grid(rank, P, atoi(argv[2]), atoi(argv[3]));
     } else {
-        if (rank == 0) fprintf(stderr, "usage: topo_app forms | dims N | grid STEPS BYTES | cube STEPS BYTES | torus STEPS N | fan TASKS BYTES\n");
+        if (rank == 0) fprintf(stderr, "usage: topo_app forms | dims N | grid STEPS BYTES | cube STEPS BYTES | torus STEPS N | swaps STEPS BYTES | fan TASKS BYTES\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     MPI_Finalize();

@@ -169,6 +169,26 @@ TEST(TopologyBuild, PeriodicShiftsAndGhostedFacesExactAtUntracedP) {
   expect_exact(mksim::skeletons::parse_skeleton(text, "torus.json"), held, {{"steps", 2}, {"N", 48}}, text);
 }
 
+// LAMMPS' exchange (tests/topo_app.c "swaps"): along each axis with more than one rank an MPI_Irecv from the high
+// neighbour and an MPI_Send to the low one, then the other way, on a grid whose sides are MPI_Dims_create's in
+// reverse (1 x 1 x 2 at P = 2, 1 x 2 x 2 at P = 4). Traced at P = 2, 4, 8, where every side is 1 or 2 ranks long:
+// - the exchanges are aligned by the axis of their peer (Topology::cart_axis), not by occurrence, which made P = 4's
+//   first exchange (along y) P = 8's first (along x) and wrote peers no grid gives;
+// - the axes that only some runs have are guarded by "the grid extends along it" (dims(P, 3, 2) > 1, the first
+//   side), not by a 2-D side comparison that happens to agree at P = 2, 4, 8;
+// - where +1 and -1 are one rank, the send goes against the receive it pairs with, and the second exchange along an
+//   axis the other way (Topology::Shift::pairs_send, pairs_recv), so messages pair at every P.
+// Exact at P = 27 (3 x 3 x 3), never traced.
+TEST(TopologyBuild, ExchangesAlongAxesOfSeveralRanksAlignByAxisAndPairAtUntracedP) {
+  std::vector<mksim::trace::Run> runs{topo("swaps", 2, 2), topo("swaps", 4, 2), topo("swaps", 8, 2), topo("swaps", 8, 3)};
+  const auto held = topo("swaps", 27, 2);
+  const auto r = b::build_skeleton(runs);
+  const std::string text = r.skeleton.dump(2);
+  EXPECT_NE(text.find("\"cond\": \"dims(P, 3, 2) > 1\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("no_exact_expression"), std::string::npos) << text;
+  expect_exact(mksim::skeletons::parse_skeleton(text, "swaps.json"), held, {{"steps", 2}, {"bytes", 64}}, text);
+}
+
 // SUMMA's broadcast roots are the owner of panel k, (k nb) / (N / pc) on the row and (k nb) / (N / pr) on the
 // column: they change with the loop's iteration. Exact folding makes one loop per owner (as many as the grid
 // has columns, so the traced runs disagree); index_loops makes them one loop over the N / nb panels whose roots

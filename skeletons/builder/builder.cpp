@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <deque>
 #include <map>
 #include <optional>
@@ -120,6 +121,9 @@ struct ShapeSeqs {
   std::size_t shape = 0;
   std::vector<const Seq*> seqs;  // per member of the shape; same structure
   int rank = -1, P = 0;          // the first member's rank and its run's P (the direction of its messages)
+  // the axis of a Cartesian grid along which a point-to-point call's peer is the first member's neighbour, -1
+  // for none (Topology::cart_axis); empty without topologies
+  std::function<int(const Call&)> axis;
 };
 
 // The identity of a unit within a level: (type, key, anchor, occurrence). A loop is the loop node it was
@@ -461,11 +465,34 @@ std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_sh
   std::map<UnitId, std::size_t> base_index;
   std::vector<UnitId> base_ids;
   LoopMatcher loops;
+  // A call's identity key: its call key, and for a point-to-point call towards a neighbour on a Cartesian grid the
+  // axis of that neighbour. A code that exchanges only along the axes of more than one rank (LAMMPS: a 1 x 2 x 2
+  // grid at P = 4, 2 x 2 x 2 at P = 8) runs its exchange call sites once per axis it has: by occurrence alone the
+  // first exchange of P = 4 (along y) would be the first of P = 8 (along x).
+  // An MPI_Wait takes the axis of the request it completes (its last posting at this level), so that it stays
+  // with that request's exchange.
+  auto unit_key = [&](const ShapeSeqs& in, const Call& c, std::map<std::uint64_t, int>& posted) {
+    std::uint64_t k = call_key(c);
+    if (!in.axis) return k;
+    int a = -1;
+    if (c.kind == Kind::WAIT) {
+      if (auto it = posted.find(c.waits_on); it != posted.end()) a = it->second;
+    } else {
+      a = in.axis(c);
+      if (c.kind == Kind::ISEND || c.kind == Kind::IRECV || c.kind == Kind::ISSEND) posted[c.site] = a;
+    }
+    if (a >= 0) k = k * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(a + 7);
+    return k;
+  };
   std::set<std::uint64_t> repeated;  // call keys that some input has more than once at this level
   for (const ShapeSeqs& in : inputs) {
     std::set<std::uint64_t> once;
+    std::map<std::uint64_t, int> posted;
     for (const Node& n : *in.seqs.front())
-      if (const auto* c = std::get_if<Call>(&n.op); c && !once.insert(call_key(*c)).second) repeated.insert(call_key(*c));
+      if (const auto* c = std::get_if<Call>(&n.op)) {
+        const std::uint64_t k = unit_key(in, *c, posted);
+        if (!once.insert(k).second) repeated.insert(k);
+      }
   }
   for (std::size_t in = 0; in < inputs.size(); ++in) {
     const Seq& rep = *inputs[in].seqs.front();
@@ -479,11 +506,12 @@ std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_sh
       }
     const std::vector<std::size_t> loop_ids = loops.match(loop_keys, loose_keys);
     std::map<std::uint64_t, std::size_t> since_anchor;
+    std::map<std::uint64_t, int> posted;
     std::size_t anchor = SIZE_MAX, loop = 0;
     for (const Unit& u : w.units) {
       UnitId id{2, 0, 0, 0};
       if (u.type == UNode::Type::CALL) {
-        const std::uint64_t k = call_key(std::get<Call>(rep[u.node].op));
+        const std::uint64_t k = unit_key(inputs[in], std::get<Call>(rep[u.node].op), posted);
         id = repeated.count(k) ? UnitId{0, k, anchor, since_anchor[k]++} : UnitId{0, k, 0, 0};
       } else if (u.type == UNode::Type::LOOP) {
         id = {1, 0, loop_ids[loop++], 0};
@@ -614,6 +642,7 @@ std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_sh
         b.shape = inputs[in].shape;
         b.rank = inputs[in].rank;
         b.P = inputs[in].P;
+        b.axis = inputs[in].axis;
         for (const Seq* sq : inputs[in].seqs) b.seqs.push_back(&std::get<Loop>((*sq)[unit.node].op).body);
         bodies.push_back(std::move(b));
       }
@@ -674,6 +703,12 @@ class Builder {
       for (std::size_t m : shapes_[s]) in.seqs.push_back(members_[m].seq);
       in.rank = members_[shapes_[s].front()].rank;
       in.P = members_[shapes_[s].front()].run->P;
+      if (topo_->any())
+        in.axis = [this, first = &members_[shapes_[s].front()]](const Call& c) {
+          // a call whose peer changes with the iteration of an indexed loop has no one axis
+          const bool p2p = (p2p_op_name(c.kind) != nullptr || c.kind == Kind::SENDRECV) && !(c.iter && !c.iter->peer.empty());
+          return p2p ? topo_->cart_axis(trun(*first), first->rank, c.comm, c.peer) : -1;
+        };
       inputs.push_back(std::move(in));
     }
     for (const auto& m : members_) collect_waited(*m.seq);
@@ -2736,8 +2771,10 @@ class Builder {
         b["peer"] = nb;
         fits["peer"] = {{"form", "neighbour list"}, {"exact", true}};
       } else {
+        const bool recv = c.kind == Kind::RECV || c.kind == Kind::IRECV;
         b["peer"] = c.peer == trace::ANY ? nlohmann::json("any") : nlohmann::json(with_iterations(u, decl, "peer", at, fits, [&] {
-          return fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer"); }));
+          return fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer",
+                               recv ? Topology::Shift::pairs_recv : Topology::Shift::pairs_send); }));
       }
       b["size"] = with_iterations(u, decl, "size", at, fits, [&] { return fit_call_int(u, bytes_of, at, fits, "size"); });
       if (c.kind == Kind::RECV || c.kind == Kind::IRECV) b["_recv_site"] = c.site;

@@ -105,7 +105,8 @@ bool compare(double a, Op op, double b) {
 // with 0 only); SIDE a grid side compared with another (a condition on P alone, such as "not square"); RUN
 // P itself compared with 1 ("P > 1": what a run of one rank, which has no peer, skips, such as a halo's
 // MPI_Waitall; a side comparison that happens to separate P = 1 from the other traced P, such as
-// "dims(P, 2, 0) > dims(P, 2, 1)" at P = 1, 8, 27, is false at P = 64).
+// "dims(P, 2, 0) > dims(P, 2, 1)" at P = 1, 8, 27, is false at P = 64), and so is a side of a grid other
+// than Px x Py ("dims(P, 3, 2) > 1": the grid has a third dimension).
 enum class RankKind { ANY, REVERSE, X, Y, Z, BIT, DIAG, SIDE, RUN, OTHER };
 enum ScaleUse : unsigned {
   FOR_ANY = 1, FOR_REVERSE = 2, FOR_X = 4, FOR_Y = 8, FOR_BIT = 16, FOR_OTHER = 32, FOR_Z = 64, FOR_DIAG = 128, FOR_SIDE = 256,
@@ -208,6 +209,10 @@ class Vocabulary {
       if (!grid->diag.empty()) add_rank(grid->diag, 7, RankKind::DIAG);
       if (grid->sides.size() == 2) add_rank(grid->sides[0], 4, RankKind::SIDE);
       add_rank("P", 2, RankKind::RUN);
+      // "the grid has more than one rank along d": codes that exchange along a dimension only when it has
+      // several ranks (LAMMPS' swaps skip a dimension whose neighbour is the rank itself) run those calls
+      // from the P where that side first exceeds 1
+      for (const std::string& side : grid->sides) add_rank(side, 4, RankKind::RUN);
     }
     const unsigned all = FOR_ANY | FOR_REVERSE | FOR_X | FOR_Y | FOR_Z | FOR_OTHER;
     auto add = [&](const std::string& text, double cost, unsigned use, OpSet ops) {

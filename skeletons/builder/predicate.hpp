@@ -53,8 +53,8 @@ struct GroupPredicate {
 /** @brief Finds the predicate of one group. When nothing fits, the same search runs with the coordinates
  *  and sides of the grids of MPI_Dims_create(P, 2) (the longer side varying fastest, as NPB LU and CG
  *  number ranks, with the block diagonal of a non-square grid; or row-major, as MPI_Cart_create) and of
- *  MPI_Dims_create(P, 3) (cart_coord), and a side compared with the other (a non-square grid) in place
- *  of x, y, Px, Py; of the grids that fit, those of options.grid_ndims first, then the simplest, the
+ *  MPI_Dims_create(P, 3) (cart_coord), a side compared with the other (a non-square grid) and each side
+ *  compared with 1 (the grid extends along it) in place of x, y, Px, Py; of the grids that fit, those of options.grid_ndims first, then the simplest, the
  *  others reported as alternatives where they differ at unseen runs. Atoms compare a rank feature (rank, P-1-rank, x, y of the
  *  Px x Py grid, rank % 2, checkerboard colour) with a scale quantity (0..3, P, P-1, P/2, P/2-1, Px,
  *  Px-1, Py, Py-1, floor(sqrt(P)), each parameter); the result is a minimum conjunction of atoms, or a

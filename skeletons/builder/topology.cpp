@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <deque>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -440,6 +442,12 @@ struct Topology::Impl {
   std::vector<std::pair<std::string, std::string>> lets;
   mutable std::vector<int> last_offset;       // cart_peer's last choice
   mutable std::vector<int> last_send_offset;  // its last choice for a Shift::against_last_send fit
+  // the offsets of plain sends and receives (Shift::pairs_send, pairs_recv) not yet paired with one of the other
+  // kind, oldest first
+  mutable std::deque<std::vector<int>> open_sends, open_recvs;
+  // the last offset of a plain send (0) or receive (1) along each axis: with no partner to pair with, the next one
+  // along that axis goes the other way (an axis has two directions, exchanged in turn)
+  mutable std::map<std::pair<int, std::size_t>, std::vector<int>> last_on_axis;
 
   std::size_t index_of(const TopoRun& run) const {
     for (std::size_t i = 0; i < runs.size(); ++i)
@@ -736,7 +744,27 @@ struct Topology::Impl {
     }
     if (fits.empty()) return "";
     std::size_t pick = 0;
-    const std::vector<int>& from = shift == Shift::against_last_send ? last_send_offset : last_offset;
+    // a plain send pairs with the oldest plain receive not yet paired, and the other way round
+    const bool pairs = shift == Shift::pairs_send || shift == Shift::pairs_recv;
+    std::deque<std::vector<int>>& partners = shift == Shift::pairs_send ? open_recvs : open_sends;
+    std::deque<std::vector<int>>& mine = shift == Shift::pairs_send ? open_sends : open_recvs;
+    while (pairs && !partners.empty() && partners.front().size() != nd) partners.pop_front();  // another grid's
+    auto axis_of = [](const std::vector<int>& o) -> std::size_t {  // the one axis it moves along, else SIZE_MAX
+      std::size_t a = SIZE_MAX;
+      for (std::size_t i = 0; i < o.size(); ++i)
+        if (o[i] != 0) {
+          if (a != SIZE_MAX) return SIZE_MAX;
+          a = i;
+        }
+      return a;
+    };
+    const int kind = shift == Shift::pairs_send ? 0 : 1;
+    const std::vector<int> none;
+    const std::vector<int>* turn = &none;
+    if (pairs && partners.empty())
+      if (auto it = last_on_axis.find({kind, axis_of(fits.front())}); it != last_on_axis.end()) turn = &it->second;
+    const std::vector<int>& from = pairs ? (partners.empty() ? *turn : partners.front())
+                                         : shift == Shift::against_last_send ? last_send_offset : last_offset;
     if (shift != Shift::any && from.size() == nd) {
       std::vector<int> neg(nd);
       for (std::size_t i = 0; i < nd; ++i) neg[i] = -from[i];
@@ -747,6 +775,11 @@ struct Topology::Impl {
     const std::vector<int>& off = fits.front();
     last_offset = off;
     if (shift == Shift::against_last_send) last_send_offset = off;
+    if (pairs) {
+      if (partners.empty()) mine.push_back(off);
+      else partners.pop_front();
+      if (const std::size_t a = axis_of(off); a != SIZE_MAX) last_on_axis[{kind, a}] = off;
+    }
     std::string args;
     for (std::size_t i = 0; i < 3; ++i) {
       std::string c = "0";
@@ -926,6 +959,43 @@ int Topology::to_comm_rank(const TopoRun& run, int rank, std::uint32_t comm, int
   if (!m) return -4;
   auto it = std::find(m->begin(), m->end(), world);
   return it == m->end() ? -4 : static_cast<int>(it - m->begin());
+}
+
+int Topology::cart_axis(const TopoRun& run, int rank, std::uint32_t comm, int peer) const {
+  const Impl& m = *impl_;
+  if (peer < 0 || peer == rank) return -1;
+  const RunData& d = m.data[m.index_of(run)];
+  if (static_cast<std::size_t>(rank) >= d.state.size()) return -1;
+  const State* s = m.state(run, rank, comm);
+  if (comm == 0 || !s || s->dims.empty()) {  // on world: a grid of every rank, in order
+    s = nullptr;
+    for (const auto& [id, st] : d.state[static_cast<std::size_t>(rank)]) {
+      if (st.decl <= 0 || st.dims.empty() || m.decls[static_cast<std::size_t>(st.decl - 1)].kind != Kind::CART_CREATE ||
+          m.decls[static_cast<std::size_t>(st.decl - 1)].parent != 0)
+        continue;
+      const std::vector<int>* mem = m.members(run, st);
+      if (!mem || static_cast<int>(mem->size()) != run.run->P) continue;
+      bool in_order = true;
+      for (std::size_t i = 0; i < mem->size() && in_order; ++i) in_order = (*mem)[i] == static_cast<int>(i);
+      if (in_order) {
+        s = &st;
+        break;
+      }
+    }
+    if (!s) return -1;
+  }
+  const std::vector<int>* mem = m.members(run, *s);
+  if (!mem || s->my_rank < 0) return -1;
+  auto it = std::find(mem->begin(), mem->end(), peer);
+  if (it == mem->end()) return -1;
+  const int other = static_cast<int>(it - mem->begin());
+  int axis = -1;
+  for (std::size_t i = 0; i < s->dims.size(); ++i)
+    if (coord(s->my_rank, i, s->dims) != coord(other, i, s->dims)) {
+      if (axis >= 0) return -1;
+      axis = static_cast<int>(i);
+    }
+  return axis;
 }
 
 std::string Topology::fit_rank(int decl, const std::vector<RankObs>& obs, const FitInt& fit, const std::string& where,

@@ -67,13 +67,21 @@ class Topology {
   /** @brief A world rank as a rank of the caller's instance of comm (PROC_NULL, ANY and NO_RANK kept as
    *  -1, -2, NO_RANK); -4 when the rank is not a member. */
   int to_comm_rank(const TopoRun& run, int rank, std::uint32_t comm, int world) const;
+  /** @brief The axis of the Cartesian grid of `comm` (on world: of a grid of all ranks in order, made by
+   *  MPI_Cart_create) along which `peer` (a world rank) is a neighbour of `rank`, the only coordinate in which the
+   *  two differ; -1 when there is no such grid or they differ in none or several. */
+  int cart_axis(const TopoRun& run, int rank, std::uint32_t comm, int peer) const;
   /** @brief Where several Cartesian offsets give every traced peer (a periodic side of 1 or 2 ranks, where +1 and
    *  -1 are one rank), which fit_rank takes: the first (`any`: fewest and smallest moves, + before -); the opposite
    *  of the previous fit's offset (`against_last`: MPI_Sendrecv's receive half, since with MPI_Cart_shift's (source,
    *  dest) a program sends one way and receives from the other, as NPB MG's comm3); the opposite of the last
-   *  `against_last_send` fit's (a send: the second MPI_Sendrecv of a pair along one axis sends the other way). The
-   *  alternative, when it is not among them, is the first. */
-  enum class Shift { any, against_last, against_last_send };
+   *  `against_last_send` fit's (a send: the second MPI_Sendrecv of a pair along one axis sends the other way); for a
+   *  plain send (`pairs_send`) the opposite of the oldest plain receive's offset that no send has paired yet, and
+   *  for a plain receive (`pairs_recv`) that of the oldest unpaired send, so that what one rank sends its
+   *  neighbour receives at every P (LAMMPS' exchange: MPI_Irecv from +1, MPI_Send to -1); with none to pair with,
+   *  the opposite of the last plain call of its kind along the same axis (the two directions of an axis in turn).
+   *  The alternative, when it is not among them, is the first. */
+  enum class Shift { any, against_last, against_last_send, pairs_send, pairs_recv };
   /** @brief An exact expression for a peer or root given as world ranks, relative to the communicator
    *  `decl` (every observation's communicator must be of that declaration): Cartesian neighbours,
    *  expressions of NAME.rank and NAME.size, else the builder's fit over world variables. "" when none is
