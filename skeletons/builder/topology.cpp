@@ -963,7 +963,7 @@ int Topology::to_comm_rank(const TopoRun& run, int rank, std::uint32_t comm, int
 
 int Topology::cart_axis(const TopoRun& run, int rank, std::uint32_t comm, int peer) const {
   const Impl& m = *impl_;
-  if (peer < 0 || peer == rank) return -1;
+  if (peer < 0) return -1;
   const RunData& d = m.data[m.index_of(run)];
   if (static_cast<std::size_t>(rank) >= d.state.size()) return -1;
   const State* s = m.state(run, rank, comm);
@@ -990,6 +990,14 @@ int Topology::cart_axis(const TopoRun& run, int rank, std::uint32_t comm, int pe
   if (it == mem->end()) return -1;
   const int other = static_cast<int>(it - mem->begin());
   int axis = -1;
+  if (other == s->my_rank) {  // the rank itself: its neighbour along a periodic axis of one rank, if only one has one
+    for (std::size_t i = 0; i < s->dims.size(); ++i)
+      if (s->dims[i] == 1 && i < s->periods.size() && s->periods[i]) {
+        if (axis >= 0) return -1;
+        axis = static_cast<int>(i);
+      }
+    return axis;
+  }
   for (std::size_t i = 0; i < s->dims.size(); ++i)
     if (coord(s->my_rank, i, s->dims) != coord(other, i, s->dims)) {
       if (axis >= 0) return -1;

@@ -69,7 +69,8 @@ class Topology {
   int to_comm_rank(const TopoRun& run, int rank, std::uint32_t comm, int world) const;
   /** @brief The axis of the Cartesian grid of `comm` (on world: of a grid of all ranks in order, made by
    *  MPI_Cart_create) along which `peer` (a world rank) is a neighbour of `rank`, the only coordinate in which the
-   *  two differ; -1 when there is no such grid or they differ in none or several. */
+   *  two differ (the rank itself: the one periodic axis of one rank, NPB MG's shifts at P = 4); -1 when there is
+   *  no such grid, they differ in several, or the rank itself has no axis or several. */
   int cart_axis(const TopoRun& run, int rank, std::uint32_t comm, int peer) const;
   /** @brief Where several Cartesian offsets give every traced peer (a periodic side of 1 or 2 ranks, where +1 and
    *  -1 are one rank), which fit_rank takes: the first (`any`: fewest and smallest moves, + before -); the opposite
