@@ -1829,8 +1829,45 @@ class Builder {
   }
 
   // (max_growth_8p: how much a model may grow when P grows 8 times; more is what oversubscribed runs look like)
-  std::string fit_real(const std::vector<Sample>& samples, const std::string& where, nlohmann::json& fits,
+  // A run's lone noisy rank (pool.hpp lone_noisy_ranks) is left out of a measured time's samples: one rank
+  // descheduled in one iteration of one run (3 times its run's others, SUMMA's panel update at P = 6 in a loaded
+  // run) moved that run's mean by a third and the regression lost the law of N. The evidence goes in the fit.
+  std::vector<Sample> without_noisy_ranks(const std::vector<Sample>& samples, std::vector<std::string>& trimmed) const {
+    std::map<std::string, std::size_t> run_index;
+    std::vector<RankSample> rs;
+    for (const Sample& x : samples) {
+      const auto P = x.vars.find("P"), rank = x.vars.find("rank");
+      if (P == x.vars.end() || rank == x.vars.end()) return samples;
+      rs.push_back({run_index.try_emplace(x.run, run_index.size()).first->second, static_cast<int>(P->second),
+                    static_cast<int>(rank->second), x.value});
+    }
+    const std::vector<bool> noisy = lone_noisy_ranks(rs);
+    std::vector<Sample> kept;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      if (!noisy[i]) {
+        kept.push_back(samples[i]);
+        continue;
+      }
+      double others = 0;
+      int n = 0;
+      for (const RankSample& r : rs)
+        if (r.run == rs[i].run && &r != &rs[i] && r.value > 0) others += r.value, ++n;
+      trimmed.push_back("run '" + samples[i].run + "' rank " + std::to_string(rs[i].rank) + ": " + fmt_number(samples[i].value) +
+                        " s, its run's other ranks " + fmt_number(n > 0 ? others / n : 0) + " s on average");
+    }
+    return kept;
+  }
+
+  // (max_growth_8p: how much a model may grow when P grows 8 times; more is what oversubscribed runs look like)
+  std::string fit_real(const std::vector<Sample>& given, const std::string& where, nlohmann::json& fits,
                        const char* field, double max_growth_8p = 12) {
+    std::vector<std::string> trimmed;
+    const std::string what_field = field;
+    const std::vector<Sample> samples =
+        what_field == "seconds" || what_field == "overlap_s" ? without_noisy_ranks(given, trimmed) : given;
+    auto evidence = [&] {
+      if (!trimmed.empty()) fits[field]["trimmed_noisy_ranks"] = trimmed;
+    };
     // A measured time is noisy: a model that depends on P or the parameters must predict left-out runs
     // clearly better (half the error) than their plain mean does, else the mean is kept. This keeps the
     // noise of microsecond gaps from turning into terms that grow with P at the predicted scale.
@@ -1886,6 +1923,7 @@ class Builder {
       fits[field] = {{"expr", f.expr}, {"max_rel_error", f.max_rel_error}, {"cv_rel_error", f.cv_rel_error},
                      {"mean_cv_rel_error", flat}, {"samples", samples.size()}};
       note_ambiguity(where + "/" + field, f);
+      evidence();
       if (rejected.empty()) return;
       fits[field]["rejected"] = rejected;
       if (any_grows) {
@@ -1935,6 +1973,7 @@ class Builder {
     const std::string mean = fmt_number(sum / static_cast<double>(samples.size()));
     fits[field] = {{"expr", mean}, {"rejected", rejected.size() == 1 ? nlohmann::json(rejected.front()) : nlohmann::json(rejected)},
                    {"rejected_cv_rel_error", rejected_cv}, {"mean_cv_rel_error", flat}, {"samples", samples.size()}};
+    evidence();
     return mean;
   }
 

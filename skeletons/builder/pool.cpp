@@ -175,4 +175,43 @@ double pooled_value(const std::vector<double>& values, const PoolOptions& option
   return n > 0 ? kept / n : sum / static_cast<double>(values.size());
 }
 
+std::vector<bool> lone_noisy_ranks(const std::vector<RankSample>& samples, const PoolOptions& options) {
+  std::vector<bool> out(samples.size(), false);
+  std::size_t runs = 0;
+  for (const RankSample& s : samples) runs = std::max(runs, s.run + 1);
+  // per run: its inputs, and the side (+1 above, -1 below) of each outlier among them
+  std::vector<std::vector<std::size_t>> of_run(runs);
+  for (std::size_t i = 0; i < samples.size(); ++i) of_run[samples[i].run].push_back(i);
+  std::vector<int> side(samples.size(), 0);
+  for (std::size_t r = 0; r < runs; ++r) {
+    std::vector<std::pair<double, double>> logs;
+    for (std::size_t i : of_run[r])
+      if (samples[i].value > 0) logs.emplace_back(std::log(samples[i].value), 1.0);
+    if (logs.size() < 4) continue;
+    const auto [med, sd] = median_sd(logs);
+    const double limit = options.trim_mads * std::max(sd, MIN_TRIM_LOG_SD);
+    for (std::size_t i : of_run[r]) {
+      if (!(samples[i].value > 0)) continue;
+      const double dev = std::log(samples[i].value) - med;
+      if (std::fabs(dev) > limit) side[i] = dev > 0 ? 1 : -1;
+    }
+  }
+  // an outlier where no other run has one is noise; a run with one such is trimmed of it (with several, they are
+  // more likely a structure of the program's that moves with P)
+  std::vector<int> unexplained(runs, 0);
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    if (side[i] == 0) continue;
+    const RankSample& s = samples[i];
+    bool elsewhere = false;
+    for (std::size_t j = 0; j < samples.size() && !elsewhere; ++j) {
+      const RankSample& t = samples[j];
+      elsewhere = t.run != s.run && side[j] == side[i] && (t.rank == s.rank || t.P - 1 - t.rank == s.P - 1 - s.rank);
+    }
+    if (!elsewhere) out[i] = true, ++unexplained[s.run];
+  }
+  for (std::size_t i = 0; i < samples.size(); ++i)
+    if (out[i] && unexplained[samples[i].run] != 1) out[i] = false;
+  return out;
+}
+
 }  // namespace mksim::skeletons::builder

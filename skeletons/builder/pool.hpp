@@ -73,4 +73,20 @@ PoolDecision decide_pooling(const std::vector<RankDurations>& ranks, std::size_t
  *  value lies more than trim_mads robust SDs from the group's median (only when the group has 3 or more). */
 double pooled_value(const std::vector<double>& values, const PoolOptions& options, std::size_t& trimmed);
 
+/** @brief One rank's value of a compute gap in one run (each rank's plain mean, the default path). */
+struct RankSample {
+  std::size_t run = 0;  ///< index of the run
+  int P = 0;            ///< ranks of that run
+  int rank = 0;
+  double value = 0;     ///< seconds; 0 where the rank does not run the gap
+};
+/** @brief Per input: whether it is a lone noisy rank, which the mean over its run's ranks should not count. A run
+ *  of 4 or more ranks has one when exactly one of its ranks lies beyond trim_mads robust SDs (of the logs, floored
+ *  at 0.3: beyond 2.86 times or below 1/2.86 of the median) of the others where no other run has an outlier at the same
+ *  rank, or at the same distance from its last rank, on the same side (one such per run; with several, none). An imbalance of the
+ *  program's (rank 0's extra work, the last rank of a wavefront) is where it was in the other runs; noise (one
+ *  rank descheduled during one iteration, on a loaded machine) is not. Ranks that do not run the gap (0) are neither
+ *  outliers nor counted in the median. */
+std::vector<bool> lone_noisy_ranks(const std::vector<RankSample>& samples, const PoolOptions& options = {});
+
 }  // namespace mksim::skeletons::builder
