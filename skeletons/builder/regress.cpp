@@ -1112,11 +1112,15 @@ class LeastSquares {
       for (std::size_t b = a + 1; b < act.size(); ++b)
         for (const Factor& fa : cross[act[a]])
           for (const Factor& fb : cross[act[b]]) hyp({product({fa, fb})});
+    // three coordinates: products of each one's top factors and basic ones (cross), not only the top one of each:
+    // along P's lines, a rank 5% high at P = 9 put log2(P)/P^2 first, and SUMMA's N^2*nb/P was never tried
     if (act.size() >= 3)
       for (std::size_t a = 0; a < act.size(); ++a)
         for (std::size_t b = a + 1; b < act.size(); ++b)
           for (std::size_t c = b + 1; c < act.size(); ++c)
-            hyp({product({ranked[act[a]][0], ranked[act[b]][0], ranked[act[c]][0]})});
+            for (const Factor& fa : cross[act[a]])
+              for (const Factor& fb : cross[act[b]])
+                for (const Factor& fc : cross[act[c]]) hyp({product({fa, fb, fc})});
     if (max_terms >= 2) {
       for (std::size_t j : act) {
         const auto pool = pool_of(ranked[j], 8);
@@ -1723,6 +1727,13 @@ Outcome fit_least_squares(const Data& d, const Probes& pr, const FitOptions& o) 
       return v;
     };
     const std::size_t terms = hs[best].c;
+    // Fewer variables first: a law in fewer of the runs' variables whose error is within the limit is preferred (a
+    // noise variable, steps, entered N^2*log2(steps)/(P*steps^(1/3)) among three-way products otherwise).
+    for (std::size_t i = 0; i < hs.size(); ++i) {
+      if (hs[i].c != terms || !(hs[i].score <= limit)) continue;
+      const std::set<std::size_t> vi = variables(hs[i]), vb = variables(hs[best]);
+      if (vi.size() < vb.size() && std::includes(vb.begin(), vb.end(), vi.begin(), vi.end())) best = i;
+    }
     const std::set<std::size_t> vars = variables(hs[best]);
     int best_cost = form_cost(hs[best]);
     for (std::size_t i = 0; i < hs.size(); ++i) {
