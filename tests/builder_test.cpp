@@ -718,3 +718,62 @@ TEST(BuilderCompute, GrowthInPFromRunsWithMoreRanksThanCoresIsNotTrusted) {
     EXPECT_GT(step_seconds(*kept, 1024), 10 * step_seconds(*kept, 16)) << kept->skeleton.dump(2);  // 1e-6 P kept
   }
 }
+
+namespace {
+
+// ATM2D's step on a Px x Py grid (Px = 2^floor(log2(P)/2)): red ranks ((x + y) even) exchange north, south, east,
+// west, black ones south, north, west, east; a rank on an edge skips the side it does not have. The step's work
+// (1 ms * N/100 / P, 2% noise) lies between a rank's last exchange of one step and its first of the next: before a
+// different call on red and black ranks and on each edge.
+mksim::trace::Run red_black_run(int P, int N, int steps) {
+  return make_run(P, {{"N", N}, {"steps", steps}}, [&](int r, RankWriter& w) {
+    Jitter j{static_cast<std::uint64_t>(7919 * P + 31 * N + r)};
+    const int Px = 1 << static_cast<int>(std::floor(std::log2(P) / 2));
+    const int Py = P / Px, x = r % Px, y = r / Px;
+    enum { NORTH, SOUTH, EAST, WEST };
+    const int send_tag[4] = {1, 2, 3, 4}, recv_tag[4] = {2, 1, 4, 3};
+    w.call(Kind::INIT, 1, -1, -1, 0, 0);
+    for (int s = 0; s < steps; ++s) {
+      double work = 1e-3 * N / 100 / P * j.next(1, 0.02);
+      const bool red = (x + y) % 2 == 0;
+      for (int dir : red ? std::vector<int>{NORTH, SOUTH, EAST, WEST} : std::vector<int>{SOUTH, NORTH, WEST, EAST}) {
+        const bool has = dir == NORTH ? y > 0 : dir == SOUTH ? y < Py - 1 : dir == EAST ? x < Px - 1 : x > 0;
+        if (!has) continue;
+        const int peer = dir == NORTH ? r - Px : dir == SOUTH ? r + Px : dir == EAST ? r + 1 : r - 1;
+        const int site = 20 + 2 * (4 * !red + dir);  // each exchange a call of its own in the program's text
+        w.call(Kind::SEND, site, peer, send_tag[dir], 8 * N, work > 0 ? work : 3e-6);
+        w.call(Kind::RECV, site + 1, peer, recv_tag[dir], 8 * N, 3e-6);
+        work = 0;
+      }
+    }
+    w.call(Kind::FINALIZE, 2);
+  });
+}
+
+}  // namespace
+
+TEST(BuilderGaps, TheStepsWorkBeforeEachRanksFirstCallIsOneBlockAtTheTopOfTheLoop) {
+  std::vector<mksim::trace::Run> runs;
+  for (int P : {4, 8, 16})
+    for (int N : {100, 200}) runs.push_back(red_black_run(P, N, 6));
+  const BuildResult res = build_skeleton(runs);
+  const std::string text = res.skeleton.dump(2);
+  const auto loops = blocks_of(res.skeleton, "loop");
+  ASSERT_EQ(loops.size(), 1u) << text;
+  // the first block of the step is the work, run by every rank, whatever call each runs first
+  const json& top = loops[0].at("body").at(0);
+  ASSERT_EQ(top.at("op"), "compute") << text;
+  // every rank's compute, at P = 64 never traced: the work and the microseconds between its calls (where some ranks
+  // of a call's block had their gap moved, the others' 3 us count as a mean: 1.8 us)
+  const auto parsed = mksim::skeletons::parse_skeleton(text, "built.json");
+  for (int P : {16, 64})
+    for (int r = 0; r < P; ++r) {
+      double sum = 0;
+      for (const auto& op : mksim::skeletons::expand_rank(parsed, mksim::skeletons::bind_parameters(parsed, P, {{"N", 200}, {"steps", 6}}), r))
+        if (op.kind == mksim::skeletons::ExpandedOp::Kind::COMPUTE) sum += op.amount;
+      const int Px = 1 << static_cast<int>(std::floor(std::log2(P) / 2)), Py = P / Px, x = r % Px, y = r / Px;
+      const int sides = (y > 0) + (y < Py - 1) + (x > 0) + (x < Px - 1);
+      const double want = 6 * (2e-3 / P + (2 * sides - 1) * 3e-6) + 1e-5;  // and the gap before MPI_Finalize
+      EXPECT_NEAR(sum, want, 0.05 * want) << "P = " << P << " rank " << r << "\n" << text;
+    }
+}

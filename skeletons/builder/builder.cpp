@@ -331,6 +331,61 @@ std::map<std::size_t, double> gap_means(const Occ& o, bool flops, const std::vec
   return out;
 }
 
+// A loop body whose calls are copied per class of shapes (atm2d: red ranks exchange north, south, east, west, black
+// ones south, north, west, east; a rank on an edge skips some): a rank's gap before its first call of an iteration
+// comes after its last call of the iteration before, so the top of the body is a place where every rank's first gap
+// may lie. Left with their calls, the step's work sat before whichever call a rank runs first, and each copy's gap
+// was a mixture over ranks of that work and the microseconds between two exchanges (the demo's spread, issue 17).
+// When, in every run, every shape's first gap is the same work (each shape's mean over its members within a factor
+// of 2 of the run's median over ranks), those gaps become one compute node at the top of the body, run by every
+// rank that has one. A rank runs the same operations in the same order either way; only what is fitted together
+// changes. Gaps that differ (a wavefront's last rank works before its receives, the others after) stay.
+void gather_wrap_gaps(std::vector<UNode>& level, const std::vector<std::vector<std::size_t>>& run_of, bool flops) {
+  // each shape's first node at this level: (position, occurrence index)
+  std::map<std::size_t, std::pair<std::size_t, std::size_t>> first;
+  for (std::size_t i = 0; i < level.size(); ++i) {
+    if (level[i].type == UNode::Type::TAIL) continue;
+    for (std::size_t k = 0; k < level[i].occ.size(); ++k) first.try_emplace(level[i].occ[k].shape, i, k);
+  }
+  if (first.size() < 2) return;
+  std::set<std::size_t> positions;
+  // per run: each shape's mean first gap, with its members' count
+  std::map<std::size_t, std::vector<std::pair<double, std::size_t>>> per_run;
+  for (const auto& [shape, at] : first) {
+    positions.insert(at.first);
+    const Occ& o = level[at.first].occ[at.second];
+    std::map<std::size_t, std::size_t> members;
+    for (std::size_t k = 0; k < o.gaps.size(); ++k) ++members[run_of[shape][k]];
+    for (const auto& [r, m] : gap_means(o, flops, run_of)) per_run[r].emplace_back(m, members[r]);
+  }
+  if (positions.size() < 2) return;  // every shape starts at one node: its gaps are fitted together already
+  for (auto& [r, means] : per_run) {
+    std::sort(means.begin(), means.end());
+    std::size_t total = 0, seen = 0;
+    for (const auto& mc : means) total += mc.second;
+    double median = 0;
+    for (const auto& [m, c] : means)
+      if ((seen += c) * 2 >= total) {
+        median = m;
+        break;
+      }
+    if (!(median > 0) || means.front().first < 0.5 * median || means.back().first > 2 * median) return;
+  }
+  UNode work;
+  work.type = UNode::Type::TAIL;
+  for (const auto& [shape, at] : first) {
+    Occ& from = level[at.first].occ[at.second];
+    if (std::none_of(from.gaps.begin(), from.gaps.end(), [](const Node* g) { return g != nullptr; })) continue;
+    Occ moved;
+    moved.shape = shape;
+    moved.nodes.assign(from.gaps.size(), nullptr);
+    moved.gaps = from.gaps;
+    std::fill(from.gaps.begin(), from.gaps.end(), nullptr);
+    work.occ.push_back(std::move(moved));
+  }
+  if (!work.occ.empty()) level.insert(level.begin(), std::move(work));
+}
+
 // Compute between calls that some ranks skip. A call carries the gap before it, so in a non-periodic stencil
 // (NPB LU's sweep: receive from north and west, the plane's work, send south and east; ranks on an edge skip
 // some of the four) the plane's work sits before the send to the east at an interior rank, before the send to
@@ -343,15 +398,9 @@ std::map<std::size_t, double> gap_means(const Occ& o, bool flops, const std::vec
 // gap (the microseconds between two calls) pins nothing: one compute node before that place, run by every rank whose
 // gap lies there, whatever calls around it they skip. Other gaps stay with their calls. Levels with calls
 // copied per class of shapes (twins) are left as they are.
-void place_skipped_gaps(std::vector<UNode>& level, const std::vector<std::vector<std::size_t>>& run_of, bool loop_body) {
-  if (level.size() < 2 || run_of.empty()) return;
+void place_pinned_gaps(std::vector<UNode>& level, const std::vector<std::vector<std::size_t>>& run_of, bool loop_body, bool flops) {
   for (const UNode& u : level)
     if (!u.twins.empty()) return;
-  bool flops = false;
-  for (const UNode& u : level)
-    for (const Occ& o : u.occ)
-      for (const Node* g : o.gaps)
-        flops = flops || (g && std::get<Compute>(g->op).flops.mean() > 0);
   // each shape's nodes in order: (position, occurrence index)
   std::map<std::size_t, std::vector<std::pair<std::size_t, std::size_t>>> runs;
   for (std::size_t i = 0; i < level.size(); ++i)
@@ -438,6 +487,19 @@ void place_skipped_gaps(std::vector<UNode>& level, const std::vector<std::vector
     out.push_back(std::move(level[i]));
   }
   level = std::move(out);
+}
+
+// Work between calls: gaps pinned between calls that some ranks skip, then (in a loop body) the first gaps of
+// the iteration gathered at its top.
+void place_skipped_gaps(std::vector<UNode>& level, const std::vector<std::vector<std::size_t>>& run_of, bool loop_body) {
+  if (level.size() < 2 || run_of.empty()) return;
+  bool flops = false;
+  for (const UNode& u : level)
+    for (const Occ& o : u.occ)
+      for (const Node* g : o.gaps)
+        flops = flops || (g && std::get<Compute>(g->op).flops.mean() > 0);
+  place_pinned_gaps(level, run_of, loop_body, flops);
+  if (loop_body) gather_wrap_gaps(level, run_of, flops);
 }
 
 // Builds one level of the union program from every shape's sequences at that level. A unit's identity
