@@ -2302,8 +2302,8 @@ class Builder {
   // stand for): the `dist` of its compute block, or null when it does not vary materially. Variation
   // between ranks and runs is the regression's business (the mean is its model); what replay should draw
   // is each rank's own variation around its mean. The first execution is left out (a warm-up, which the
-  // mean already carries: drawing it at random would move it in time); ranks with fewer than three
-  // executions say nothing. Whether it varies is judged robustly, on the bulk of the durations (the
+  // mean already carries: drawing it at random would move it in time); ranks with fewer than
+  // dist_min_rank_samples executions after it say nothing. Whether it varies is judged robustly, on the bulk of the durations (the
   // interquartile range of durations divided by their rank's median, pooled: the spread), so that a few
   // iterations stretched by another process on the tracing machine do not make a regular program
   // irregular; what is written keeps everything that was seen: durations divided by their rank's mean,
@@ -2317,7 +2317,7 @@ class Builder {
         if (!g) continue;
         const Compute& c = std::get<Compute>(g->op);
         const double mean = c.rest.mean(), sd = c.rest.stddev(), k = static_cast<double>(c.rest.n);
-        if (c.rest.n < 2 || !(mean > 0)) continue;
+        if (c.rest.n < opt_.dist_min_rank_samples || !(mean > 0)) continue;
         std::vector<std::pair<double, double>> own;
         for (const auto& [v, w] : c.rest_sketch.weighted()) own.emplace_back(v, static_cast<double>(w));
         const double median = weighted_quantile(own, 0.5);

@@ -33,6 +33,10 @@ struct BuildOptions {
   double dist_min_cv = 0.05;                  ///< relative spread within a rank, pooled
   double dist_min_stddev_s = 1e-5;            ///< the spread in seconds
   std::uint64_t dist_min_samples = 10;        ///< executions, all ranks and runs
+  /// executions after the first of one rank for it to count: with fewer, one more warm-up (the demo's second
+  /// step, which first touches the arrays it writes: 3-5 times the others at P = 2) is a quarter of a 5-step run's
+  /// and moves the quartiles, and replay drew it per rank as imbalance the program does not have
+  std::uint64_t dist_min_rank_samples = 8;
   std::uint64_t dist_empirical_samples = 50;  ///< executions, all ranks and runs
   /// message sizes as statistics when iterations differ only in them (vary.hpp): -1 when that compresses
   /// the folded programs, 0 never, 1 always (`mkskel build --sizes auto|exact|vary`)
