@@ -331,6 +331,17 @@ std::map<std::size_t, double> gap_means(const Occ& o, bool flops, const std::vec
   return out;
 }
 
+// An occurrence's gaps taken away as the occurrence of a compute node of its own (nullopt when it has none).
+std::optional<Occ> take_gaps(Occ& from) {
+  if (std::none_of(from.gaps.begin(), from.gaps.end(), [](const Node* g) { return g != nullptr; })) return std::nullopt;
+  Occ moved;
+  moved.shape = from.shape;
+  moved.nodes.assign(from.gaps.size(), nullptr);
+  moved.gaps = from.gaps;
+  std::fill(from.gaps.begin(), from.gaps.end(), nullptr);
+  return moved;
+}
+
 // A loop body whose calls are copied per class of shapes (atm2d: red ranks exchange north, south, east, west, black
 // ones south, north, west, east; a rank on an edge skips some): a rank's gap before its first call of an iteration
 // comes after its last call of the iteration before, so the top of the body is a place where every rank's first gap
@@ -374,14 +385,7 @@ void gather_wrap_gaps(std::vector<UNode>& level, const std::vector<std::vector<s
   UNode work;
   work.type = UNode::Type::TAIL;
   for (const auto& [shape, at] : first) {
-    Occ& from = level[at.first].occ[at.second];
-    if (std::none_of(from.gaps.begin(), from.gaps.end(), [](const Node* g) { return g != nullptr; })) continue;
-    Occ moved;
-    moved.shape = shape;
-    moved.nodes.assign(from.gaps.size(), nullptr);
-    moved.gaps = from.gaps;
-    std::fill(from.gaps.begin(), from.gaps.end(), nullptr);
-    work.occ.push_back(std::move(moved));
+    if (std::optional<Occ> moved = take_gaps(level[at.first].occ[at.second])) work.occ.push_back(std::move(*moved));
   }
   if (!work.occ.empty()) level.insert(level.begin(), std::move(work));
 }
@@ -469,14 +473,7 @@ void place_pinned_gaps(std::vector<UNode>& level, const std::vector<std::vector<
       std::size_t to = it != moves.end() ? it->second : SIZE_MAX;
       if (to == SIZE_MAX && targets.count(i)) to = i;  // the pinning shapes' own gaps
       if (to == SIZE_MAX) continue;
-      Occ& from = level[i].occ[k];
-      if (std::none_of(from.gaps.begin(), from.gaps.end(), [](const Node* g) { return g != nullptr; })) continue;
-      Occ moved;
-      moved.shape = shape;
-      moved.nodes.assign(from.gaps.size(), nullptr);
-      moved.gaps = from.gaps;
-      std::fill(from.gaps.begin(), from.gaps.end(), nullptr);
-      work[to].occ.push_back(std::move(moved));
+      if (std::optional<Occ> moved = take_gaps(level[i].occ[k])) work[to].occ.push_back(std::move(*moved));
     }
   std::vector<UNode> out;
   for (std::size_t i = 0; i < level.size(); ++i) {
