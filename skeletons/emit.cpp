@@ -138,11 +138,14 @@ static inline double mk_uniform(mk_state* S) {
   S->rng += 0x9E3779B97F4A7C15ULL;
   return (double)(z >> 11) * 0x1.0p-53;
 }
-static inline double mk_coin(mk_state* S, int block, int coin, double of) {
+static inline double mk_coin(mk_state* S, int block, int coin, double of, int even) {
   if (!(of >= 0 && of < S->P) || of != floor(of)) mk_fail(block, "coin_rank = %g is not a rank", of);
   const uint64_t k = S->coin_reads[(size_t)coin * (size_t)S->P + (size_t)of]++;
-  const uint64_t z = mk_mix64(mk_mix64(mk_mix64(S->seed ^ MK_COIN_HASH[coin]) + (uint64_t)(int64_t)of) + k);
-  return (double)(z >> 11) * 0x1.0p-53;
+  const uint64_t z = mk_mix64(mk_mix64(mk_mix64(S->seed ^ MK_COIN_HASH[coin]) + (uint64_t)(int64_t)of) + (even ? 0 : k));
+  const double u = (double)(z >> 11) * 0x1.0p-53;
+  if (!even) return u;
+  const double t = u + (double)k * 0.6180339887498949; /* coin_toss_even */
+  return t - floor(t);
 }
 /* distribution.cpp's multipliers */
 static inline double mk_std_normal(mk_state* S) {
@@ -634,7 +637,8 @@ class Emitter {
     o << p << head(block) << "\n";
     if (br.condition) o << p << "if (" << call(*br.condition) << " != 0) {\n";
     else if (br.coin >= 0)
-      o << p << "if (mk_coin(S, " << block << ", " << br.coin << ", " << call(br.coin_rank) << ") < " << call(br.probability) << ") {\n";
+      o << p << "if (mk_coin(S, " << block << ", " << br.coin << ", " << call(br.coin_rank) << ", " << (br.even ? 1 : 0) << ") < "
+        << call(br.probability) << ") {\n";
     else o << p << "if (mk_uniform(S) < " << call(br.probability) << ") {\n";
     emit_body(o, br.then_body, depth + 1);
     if (!br.else_body.empty()) {

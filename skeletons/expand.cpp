@@ -60,7 +60,7 @@ struct Expander {
         v << of;
         fail(block, "coin_rank \"" + br.coin_rank.text() + "\" = " + v.str() + " is not a rank");
       }
-      taken = coins.toss(br.coin, static_cast<int>(of)) < br.probability.eval(frame);
+      taken = coins.toss(br.coin, static_cast<int>(of), br.even) < br.probability.eval(frame);
     } else {
       taken = rng.uniform() < br.probability.eval(frame);
     }

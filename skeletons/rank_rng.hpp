@@ -2,6 +2,7 @@
 // seed and the rank, so that replay and expansion draw the same numbers everywhere.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -25,6 +26,16 @@ inline double coin_toss(std::uint64_t seed, std::uint64_t coin, int rank, std::u
   return static_cast<double>(z >> 11) * 0x1.0p-53;
 }
 
+/** @brief The k-th toss of a coin drawn evenly (format v2 `"draw": "even"`): the golden-ratio Weyl sequence
+ *  frac(u + k (sqrt(5) - 1) / 2) started at the coin's first toss u (coin_toss at k = 0). Each toss is uniform
+ *  in [0, 1) over the seeds, but a run of n tosses falls below p within about one of n p times (the sequence's
+ *  discrepancy is O(log n / n)), spread over the run: a rate (a neighbour-list rebuild every ninth step or so),
+ *  not a sequence of independent draws whose count wanders by sqrt(n p (1 - p)). */
+inline double coin_toss_even(std::uint64_t seed, std::uint64_t coin, int rank, std::uint64_t k) {
+  const double t = coin_toss(seed, coin, rank, 0) + static_cast<double>(k) * 0.6180339887498949;
+  return t - std::floor(t);
+}
+
 /** @brief FNV-1a of a coin's name: its identity in coin_toss, independent of the skeleton's other coins. */
 inline std::uint64_t coin_hash(const std::string& name) {
   std::uint64_t h = 0xcbf29ce484222325ULL;
@@ -41,10 +52,11 @@ class CoinTosses {
   CoinTosses(std::uint64_t seed, const std::vector<std::string>& coins) : seed_(seed) {
     for (const std::string& c : coins) hashes_.push_back(coin_hash(c));
   }
-  /** @brief The next toss of rank `of_rank`'s coin `coin`, as this rank reads it. */
-  double toss(int coin, int of_rank) {
+  /** @brief The next toss of rank `of_rank`'s coin `coin`, as this rank reads it (`even`: coin_toss_even). */
+  double toss(int coin, int of_rank, bool even = false) {
     const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(coin)) << 32) | static_cast<std::uint32_t>(of_rank);
-    return coin_toss(seed_, hashes_[static_cast<std::size_t>(coin)], of_rank, read_[key]++);
+    const std::uint64_t hash = hashes_[static_cast<std::size_t>(coin)], k = read_[key]++;
+    return even ? coin_toss_even(seed_, hash, of_rank, k) : coin_toss(seed_, hash, of_rank, k);
   }
 
  private:

@@ -32,6 +32,10 @@ struct Branch {
    *  of its partner that receives share a coin (the receiver tossing its sender's), so their messages pair. */
   int coin = -1;
   Expr coin_rank;
+  /** @brief Format v2 `"draw": "even"` (with a coin): the coin's tosses are an evenly spread sequence
+   *  (coin_toss_even, rank_rng.hpp), so the branch is taken at its rate in every run of steps, not in a number of
+   *  steps that wanders binomially; `"random"` (the default): independent draws. */
+  bool even = false;
   Body then_body;
   Body else_body;
 };

@@ -525,7 +525,7 @@ class Reader {
       }
       b.op = std::move(l);
     } else if (op == "if") {
-      check_keys(common({"cond", "prob", "coin", "coin_rank", "then", "else"}));
+      check_keys(common({"cond", "prob", "coin", "coin_rank", "draw", "then", "else"}));
       Branch br;
       if (j.contains("cond") == j.contains("prob")) fail(at, "op \"if\" needs exactly one of \"cond\" or \"prob\"");
       if (j.contains("cond")) br.condition = expr(j["cond"], at + "/cond");
@@ -541,6 +541,12 @@ class Reader {
         br.coin_rank = expr(j.contains("coin_rank") ? j["coin_rank"] : Json("rank"), at + "/coin_rank");
       } else if (j.contains("coin_rank")) {
         fail(at + "/coin_rank", "\"coin_rank\" without \"coin\"");
+      }
+      if (j.contains("draw")) {
+        if (!j.contains("coin")) fail(at + "/draw", "\"draw\" is how a coin is tossed: it needs \"coin\"");
+        const std::string draw = opt_string(j, "draw", "", at);
+        if (draw != "even" && draw != "random") fail(at + "/draw", "\"draw\" is \"even\" or \"random\", not \"" + draw + "\"");
+        br.even = draw == "even";
       }
       br.then_body = read_body(need("then"), at + "/then", phase);
       if (j.contains("else")) br.else_body = read_body(j["else"], at + "/else", phase);

@@ -1,9 +1,13 @@
 // Skeleton reader: valid files load into the right tree; every kind of bad input names file and place.
 #include "skeletons/distribution.hpp"
 #include "skeletons/error.hpp"
+#include "skeletons/rank_rng.hpp"
 #include "skeletons/skeleton_io.hpp"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
 
 using namespace mksim::skeletons;
 
@@ -285,6 +289,40 @@ TEST(SkeletonV2, CheckForRunEvaluatesCvPerRank) {
     EXPECT_EQ(std::string(e.what()),
               "t.json: work: at P=4, rank 3: cv \"0.1 * (2 - rank)\" = -0.1 is not a coefficient of variation (finite, >= 0) [/body/0/body/0]");
   }
+}
+
+// A coin drawn evenly (`"draw": "even"`) is a rate: over any run of n tosses it falls below p within two of n p
+// times, at every seed, where independent draws wander by sqrt(n p (1 - p)); each toss alone is still uniform over
+// the seeds. A `draw` without a coin, or another word, is an error that says where.
+TEST(SkeletonV2, EvenlyDrawnCoinsKeepTheirRateInEveryRunOfTosses) {
+  const std::uint64_t coin = coin_hash("rebuild");
+  double independent_worst = 0;
+  for (const double p : {0.03, 0.11, 0.3, 0.5, 0.89})
+    for (std::uint64_t seed = 1; seed <= 20; ++seed)
+      for (const std::uint64_t n : {10u, 100u, 1000u}) {
+        double even = 0, random = 0;
+        for (std::uint64_t k = 0; k < n; ++k) {
+          even += coin_toss_even(seed, coin, 0, k) < p ? 1 : 0;
+          random += coin_toss(seed, coin, 0, k) < p ? 1 : 0;
+        }
+        EXPECT_LE(std::fabs(even - p * static_cast<double>(n)), 2.0) << "p " << p << " seed " << seed << " n " << n;
+        independent_worst = std::max(independent_worst, std::fabs(random - p * static_cast<double>(n)));
+      }
+  EXPECT_GT(independent_worst, 5.0);  // the control: independent draws miss the rate by more
+  double below = 0;  // the first toss over the seeds: uniform
+  for (std::uint64_t seed = 1; seed <= 2000; ++seed) below += coin_toss_even(seed, coin, 0, 7) < 0.25 ? 1 : 0;
+  EXPECT_NEAR(below / 2000, 0.25, 0.03);
+
+  const Skeleton sk = parse_skeleton(wrap2(R"([{"op":"if","prob":0.1,"coin":"c","coin_rank":"0","draw":"even","then":[]},
+    {"op":"if","prob":0.1,"coin":"d","draw":"random","then":[]}])"));
+  EXPECT_TRUE(std::get<Branch>(sk.groups[0].body[0].op).even);
+  EXPECT_FALSE(std::get<Branch>(sk.groups[0].body[1].op).even);
+  EXPECT_NE(error_of(wrap2(R"([{"op":"if","prob":0.1,"draw":"even","then":[]}])"))
+                .find("/body/0/draw: \"draw\" is how a coin is tossed: it needs \"coin\""),
+            std::string::npos);
+  EXPECT_NE(error_of(wrap2(R"([{"op":"if","prob":0.1,"coin":"c","draw":"sometimes","then":[]}])"))
+                .find("/body/0/draw: \"draw\" is \"even\" or \"random\", not \"sometimes\""),
+            std::string::npos);
 }
 
 // Shared coins of `prob` branches: one index per name, coin_rank defaulting to the rank itself; errors say where.

@@ -887,7 +887,7 @@ void show_body(const nlohmann::json& body, int depth, std::ostream& out) {
   const std::string pad(static_cast<std::size_t>(depth) * 2, ' ');
   for (const auto& b : body) {
     out << pad << b.value("op", "?");
-    for (const char* f : {"name", "count", "peer", "size", "tag", "root", "seconds", "flops", "cond", "prob", "coin", "coin_rank", "req"})
+    for (const char* f : {"name", "count", "peer", "size", "tag", "root", "seconds", "flops", "cond", "prob", "coin", "coin_rank", "draw", "req"})
       if (b.contains(f)) out << " " << f << "=" << (b[f].is_string() ? b[f].get<std::string>() : b[f].dump());
     if (b.contains("dist") && b["dist"].is_object()) {  // format v2: how a compute amount varies around its mean
       const auto& d = b["dist"];

@@ -398,7 +398,7 @@ class ReplayContext final : public P2PLayer {
         if (!(of >= 0 && of < P_) || of != std::floor(of))
           throw ReplayError(where(r, b.index) + "coin_rank \"" + br.coin_rank.text() + "\" = " + fmt(of) + " is not a rank in [0, " +
                             std::to_string(P_) + ")");
-        taken = rs.coins.toss(br.coin, static_cast<int>(of)) < p;
+        taken = rs.coins.toss(br.coin, static_cast<int>(of), br.even) < p;
       } else {
         taken = rs.rng.uniform() < p;
       }
