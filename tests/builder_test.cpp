@@ -801,3 +801,101 @@ TEST(BuilderV2, AWarmUpStepOfAShortRunIsNoDistribution) {
   for (const auto& c : blocks_of(build_skeleton(runs).skeleton, "compute")) dist = dist || c.contains("dist");
   EXPECT_FALSE(dist);
 }
+
+namespace {
+
+// A molecular-dynamics step loop nobody annotated (LAMMPS with `neigh_modify check yes`): every step starts with an
+// allreduce that decides, alike on every rank, whether to rebuild the neighbour lists; a rebuild step exchanges atoms
+// and borders with both ring neighbours (tag 2), a plain step forwards positions (tag 1); every step then sends the
+// forces back (tag 3). Sizes follow the atoms, so no two steps are the same; which steps rebuild depends on the data
+// (here a hash of the step and N, about one in six).
+bool rebuilds(int step, int N) {
+  std::uint64_t z = static_cast<std::uint64_t>(step) * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(N);
+  z = (z ^ (z >> 31)) * 0xBF58476D1CE4E5B9ULL;
+  return (z >> 33) % 6 == 0;
+}
+
+mksim::trace::Run md_run(int P, int N, int steps) {
+  return make_run(P, {{"N", N}, {"steps", steps}}, [&](int r, RankWriter& w) {
+    Jitter j{static_cast<std::uint64_t>(7 * P + 131 * N + r)};
+    const int up = (r + 1) % P, down = (r + P - 1) % P;
+    auto exchange = [&](int tag, long bytes, std::uint64_t site) {
+      const std::uint32_t a = w.irecv(down, tag, bytes, site), b = w.isend(up, tag, bytes, site + 1);
+      w.waitall({a, b}, site + 2);
+    };
+    w.call(Kind::INIT, 1, -1, -1, 0, 0);
+    w.call(Kind::BCAST, 5, -1, -1, 64).root = 0;
+    for (int s = 0; s < steps; ++s) {
+      w.call(Kind::ALLREDUCE, 10, -1, -1, 4, j.next(2e-4, 0.05));
+      const long atoms = static_cast<long>(j.next(N / 4.0, 0.2));  // the same on both ends: a size the data sets
+      if (rebuilds(s, N)) {
+        exchange(2, 16 * atoms, 20);
+        exchange(2, 24 * atoms, 30);
+      } else {
+        exchange(1, 24 * atoms, 40);
+      }
+      exchange(3, 24 * atoms, 50);
+    }
+    w.call(Kind::ALLREDUCE, 60, -1, -1, 8);
+    w.call(Kind::REDUCE, 61, -1, -1, 8).root = 0;
+    w.call(Kind::FINALIZE, 2);
+  });
+}
+
+}  // namespace
+
+// The step loop is found by its allreduce and folds as one loop whatever the steps: the rebuild and the plain step
+// are the two arms of one if/else, tossed on rank 0's coin for every rank (they rebuild together) and drawn evenly
+// (the traced rate of rebuilds, not a binomial count); the skeleton pairs its messages and does not grow with the
+// steps. Folded exactly, each rank's program grew with the steps and the ranks of one run folded apart.
+TEST(BuilderSteps, AnUnannotatedStepLoopWhoseStepsDifferByDataIsOneLoopWithAnIfElseOnASharedEvenCoin) {
+  auto runs_of = [](int steps) {
+    std::vector<mksim::trace::Run> runs;
+    for (int P : {4, 8})
+      for (int N : {200, 400}) runs.push_back(md_run(P, N, steps));
+    runs.push_back(md_run(4, 200, steps + 30));
+    return runs;
+  };
+  auto build = [&](int steps) { return build_skeleton(runs_of(steps)); };
+  const BuildResult res = build(60), longer = build(240);
+  const std::string text = res.skeleton.dump(2);
+  EXPECT_TRUE(res.matching.empty()) << res.matching.front();
+  EXPECT_TRUE(std::any_of(res.warnings.begin(), res.warnings.end(),
+                          [](const std::string& w) { return w.find("a time-step loop the program does not annotate") != std::string::npos; }))
+      << text;
+  const auto ifs = blocks_of(res.skeleton, "if");
+  std::vector<json> coins;
+  for (const json& b : ifs)
+    if (b.contains("coin")) coins.push_back(b);
+  ASSERT_EQ(coins.size(), 1u) << text;
+  const json& br = coins[0];
+  EXPECT_EQ(br.at("coin_rank"), "0");
+  EXPECT_EQ(br.at("draw"), "even");
+  ASSERT_TRUE(br.contains("else")) << br.dump(2);
+  // the steps' rebuild fraction pooled over the traces (every rank and run)
+  double rebuilt = 0, steps = 0;
+  for (const auto& run : runs_of(60)) {
+    const int n = std::stoi(run.params.at("steps")), N = std::stoi(run.params.at("N"));
+    for (int s = 0; s < n; ++s) rebuilt += run.P * rebuilds(s, N);
+    steps += run.P * n;
+  }
+  const double p = std::stod(br.at("prob").get<std::string>());
+  EXPECT_NEAR(p, rebuilt / steps, 1e-5) << br.dump(2);
+  // as many blocks with 240 steps as with 60, and no bigger a file (but for the numbers' digits)
+  EXPECT_EQ(blocks_of(longer.skeleton, "if").size(), ifs.size());
+  EXPECT_LT(static_cast<double>(longer.skeleton.dump().size()), 1.05 * static_cast<double>(res.skeleton.dump().size()));
+  // expanded at P = 16 and 300 steps, never traced: every rank runs exactly one arm per step, all ranks the same
+  // arms, and the rebuilds are the traced rate within two steps
+  const auto parsed = mksim::skeletons::parse_skeleton(text, "steps.json");
+  long rebuild0 = -1;
+  for (int r : {0, 5, 15}) {
+    long tag1 = 0, tag2 = 0;
+    for (const auto& op : mksim::skeletons::expand_rank(parsed, mksim::skeletons::bind_parameters(parsed, 16, {{"N", 300}, {"steps", 300}}), r))
+      if (op.kind == mksim::skeletons::ExpandedOp::Kind::ISEND && op.tag == 1) ++tag1;
+      else if (op.kind == mksim::skeletons::ExpandedOp::Kind::ISEND && op.tag == 2) ++tag2;
+    EXPECT_EQ(tag1 + tag2 / 2, 300) << "rank " << r;
+    EXPECT_NEAR(static_cast<double>(tag2 / 2), p * 300, 2.0) << "rank " << r;
+    if (rebuild0 < 0) rebuild0 = tag2;
+    EXPECT_EQ(tag2, rebuild0) << "rank " << r;
+  }
+}

@@ -1,5 +1,6 @@
 #include "skeletons/builder/builder.hpp"
 #include "skeletons/builder/stack_regions.hpp"
+#include "skeletons/builder/steps.hpp"
 #include "skeletons/builder/vary.hpp"
 
 #include "skeletons/builder/cpg.hpp"
@@ -1054,6 +1055,8 @@ class Builder {
 
   struct BranchRecord {
     std::map<std::pair<const RunInfo*, int>, double> taken;  // (run, rank) -> times the branch ran
+    std::map<std::pair<const RunInfo*, int>, std::uint64_t> pattern;  // (run, rank) -> which iterations ran it (Loop::pattern)
+    std::map<std::pair<const RunInfo*, int>, std::uint64_t> anti;     // (run, rank) -> which did not (Loop::anti)
     std::string warning;                                     // why replay pairs its messages in expectation only
   };
   std::vector<BranchRecord> branches_;
@@ -1225,14 +1228,47 @@ class Builder {
     }
   }
 
+  // Whether every rank of each run the branch was seen in reached it, some took it, and all in the same iterations.
+  static bool taken_together(const BranchRecord& rec) {
+    std::map<const RunInfo*, std::pair<int, std::uint64_t>> per_run;  // run -> ranks seen, their common pattern
+    double taken = 0;
+    for (const auto& [key, pat] : rec.pattern) {
+      auto [it, fresh] = per_run.emplace(key.first, std::make_pair(0, pat));
+      if (!fresh && it->second.second != pat) return false;
+      ++it->second.first;
+      taken += rec.taken.at(key);
+    }
+    for (const auto& [run, seen] : per_run)
+      if (seen.first != run->P) return false;
+    return !per_run.empty() && taken > 0;
+  }
+
   void pair_coins(nlohmann::json& list, const std::string& where) {
-    std::vector<std::size_t> ifs;
     for (std::size_t i = 0; i < list.size(); ++i) {
       nlohmann::json& b = list[i];
       for (const char* arm : {"body", "then", "else"})
         if (b.contains(arm)) pair_coins(b[arm], where + "/" + std::to_string(i) + "/" + arm);
-      if (b.contains("_branch")) ifs.push_back(i);
     }
+    // Two branches side by side, the second run by every rank in exactly the iterations the first skipped (a
+    // rebuild step's exchanges, a plain step's forward communication): one if/else. Apart, each would toss a coin
+    // of its own, and some replayed steps would run both or neither.
+    for (std::size_t i = 0; i + 1 < list.size(); ++i) {
+      nlohmann::json& A = list[i];
+      const nlohmann::json& B = list[i + 1];
+      if (!A.contains("_branch") || !B.contains("_branch") || A.contains("else")) continue;
+      const BranchRecord& a = branches_[A["_branch"].get<std::size_t>()];
+      const BranchRecord& b = branches_[B["_branch"].get<std::size_t>()];
+      if (a.pattern.empty() || a.pattern.size() != b.anti.size() ||
+          !std::equal(a.pattern.begin(), a.pattern.end(), b.anti.begin()))
+        continue;
+      A["else"] = B.at("then");
+      A["fit"]["prob"]["else"] = "every rank ran the else part in exactly the iterations it did not run the then part (" +
+                                 B.at("prob").get<std::string>() + " of them), in every traced run";
+      list.erase(list.begin() + static_cast<std::ptrdiff_t>(i + 1));
+    }
+    std::vector<std::size_t> ifs;
+    for (std::size_t i = 0; i < list.size(); ++i)
+      if (list[i].contains("_branch")) ifs.push_back(i);
     std::set<std::size_t> paired;
     for (std::size_t ib : ifs) {
       nlohmann::json& B = list[ib];
@@ -1269,6 +1305,24 @@ class Builder {
       B["coin_rank"] = "0";
       B["prob"] = at_rank(B.at("prob").get<std::string>(), "0");
       B["fit"]["prob"]["coin"] = "rank 0's toss, for every rank: the branch calls a collective on world";
+      paired.insert(i);
+      uses_v2_ = true;
+    }
+    // A branch that every rank of every traced run took in the same iterations (the same Loop::pattern), with the
+    // iterations' parts in the same order: a decision the ranks make together (LAMMPS rebuilds its neighbour lists
+    // when an allreduce says some atom moved far enough), so every rank tosses rank 0's coin. Drawn independently,
+    // one rank would exchange atoms while its neighbour runs the plain step's communication.
+    for (std::size_t i : ifs) {
+      nlohmann::json& B = list[i];
+      if (paired.count(i) || !B.contains("then")) continue;
+      const BranchRecord& rec = branches_[B["_branch"].get<std::size_t>()];
+      if (!taken_together(rec)) continue;
+      B["coin"] = "coin" + std::to_string(++coins_);
+      B["coin_rank"] = "0";
+      B["prob"] = at_rank(B.at("prob").get<std::string>(), "0");
+      B["draw"] = "even";  // a rate, spread over the steps: the traced runs' count of such steps, not a binomial one
+      B["fit"]["prob"]["coin"] = "rank 0's toss, for every rank, drawn evenly: every rank of every traced run took the branch in "
+                                 "the same iterations";
       paired.insert(i);
       uses_v2_ = true;
     }
@@ -2547,6 +2601,10 @@ class Builder {
         const Loop& l = std::get<Loop>(o.nodes[k]->op);
         const Member& m = members_[shapes_[o.shape][k]];
         record.taken[{m.run, m.rank}] += static_cast<double>(l.count);
+        std::uint64_t& pat = record.pattern[{m.run, m.rank}];
+        pat = pat * 0x100000001b3ull ^ l.pattern;
+        std::uint64_t& anti = record.anti[{m.run, m.rank}];
+        anti = anti * 0x100000001b3ull ^ l.anti;
         if (l.reached == 0) continue;
         ps.push_back({vars_of(m), static_cast<double>(l.count) / static_cast<double>(l.reached), m.run->name});
         taken += static_cast<double>(l.count);
@@ -3064,6 +3122,12 @@ BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOpti
         sizes.note = "message sizes vary between iterations, but the program loops over neighbour lists and sizes as statistics "
                      "give no fewer rank shapes (" + std::to_string(sizes.exact_shapes) + "): folded with exact sizes";
       }
+    }
+    {  // a time-step loop the program does not annotate, whose steps differ by data (steps.hpp)
+      FoldOptions fo = options.fold;
+      fo.vary_sizes = fo.vary_sizes || sizes.vary;
+      const StepsChoice steps = choose_step_site(runs, folded, fo);
+      if (!steps.note.empty()) region_warnings.push_back(steps.note);
     }
     neighbour_lists = tag_neighbour_lists(ps, folded);
     // runs of calls over consecutive ranks (a root's sends to every rank)

@@ -191,6 +191,8 @@ void merge_into(Node& a, const Node& b) {
     if (l.branch) {
       l.count += o.count;
       l.reached += o.reached;
+      l.pattern = mix(l.pattern, o.pattern);
+      l.anti = mix(l.anti, o.anti);
     }
   }
 }
@@ -230,7 +232,9 @@ bool iterations_aligned(const Seq& s, std::size_t a, std::size_t w) {
   if (!has_iter(s, a, w)) return true;
   for (std::size_t i = a; i < a + w; ++i) {
     if (std::holds_alternative<Compute>(s[i].op)) continue;
-    if (std::holds_alternative<Loop>(s[i].op)) return true;
+    // a loop of iterations; not a loop inside one (the last part of an iteration, the window starting after
+    // its LOOP_ITER: LAMMPS' reverse communication, a loop over the swaps, before the next step's check)
+    if (const auto* l = std::get_if<Loop>(&s[i].op)) return has_iter(l->body, 0, l->body.size()) && iterations_aligned(l->body, 0, l->body.size());
     return std::get<Call>(s[i].op).kind == trace::Kind::LOOP_ITER;
   }
   return true;
@@ -520,6 +524,27 @@ bool branch_annotated_loop(Seq& s, std::size_t a, std::size_t b, std::int32_t ta
   // the distinct iterations, longest first, and the shortest sequence that contains them all
   std::vector<Units> units;
   for (const Iteration& it : its) units.push_back(units_of(it.nodes));
+  // A time-step loop found by its first call (FoldOptions::step_site) ends where the program does: its last
+  // iteration runs on into what follows the loop (the last step's output, the run's statistics). The longest
+  // kind of the other iterations that it starts with stays in the loop; the rest goes after it.
+  Seq after;
+  if (tag == STEP_LOOP_TAG && its.size() >= 3) {
+    Units& last = units.back();
+    bool unique = true;
+    std::size_t keep = 0;
+    for (std::size_t i = 0; i + 1 < units.size(); ++i) {
+      const Units& u = units[i];
+      unique = unique && !units_same(u, last);
+      if (u.size() <= last.size() && u.size() > keep &&
+          std::equal(u.begin(), u.end(), last.begin(), [](const Seq& x, const Seq& y) { return seq_same(x, y); }))
+        keep = u.size();
+    }
+    if (unique) {
+      for (std::size_t k = keep; k < last.size(); ++k) after.insert(after.end(), last[k].begin(), last[k].end());
+      last.resize(keep);
+      if (keep == 0) units.pop_back(), its.pop_back();
+    }
+  }
   std::vector<const Units*> kinds;
   for (const Units& u : units) {
     bool known = false;
@@ -563,7 +588,7 @@ bool branch_annotated_loop(Seq& s, std::size_t a, std::size_t b, std::int32_t ta
     br.reached = total;
     bool calls = false;
     while (k < super.size() && runs_unit[k] == runs_unit[j]) {
-      for (const Node& x : merged[k]) calls = calls || std::holds_alternative<Call>(x.op);
+      for (const Node& x : merged[k]) calls = calls || !std::holds_alternative<Compute>(x.op);  // a call, or a loop of them
       br.body.insert(br.body.end(), merged[k].begin(), merged[k].end());
       ++k;
     }
@@ -573,8 +598,12 @@ bool branch_annotated_loop(Seq& s, std::size_t a, std::size_t b, std::int32_t ta
     std::size_t switches = 0;
     for (std::size_t i = 1; i < its.size(); ++i) switches += runs_unit[j][i] != runs_unit[j][i - 1] ? 1 : 0;
     if (switches < 2) return false;
-    for (std::size_t i = 0; i < its.size(); ++i)
+    br.pattern = br.anti = 0x50415454ull;
+    for (std::size_t i = 0; i < its.size(); ++i) {
       if (runs_unit[j][i]) br.count += its[i].weight;
+      br.pattern = mix(br.pattern, (its[i].weight << 1) | (runs_unit[j][i] ? 1u : 0u));
+      br.anti = mix(br.anti, (its[i].weight << 1) | (runs_unit[j][i] ? 0u : 1u));
+    }
     Node n;
     n.op = std::move(br);
     rehash(n);
@@ -585,6 +614,7 @@ bool branch_annotated_loop(Seq& s, std::size_t a, std::size_t b, std::int32_t ta
   n.op = std::move(loop);
   rehash(n);
   replace_range(s, first, b, std::move(n));
+  s.insert(s.begin() + static_cast<std::ptrdiff_t>(first + 1), after.begin(), after.end());
   return true;
 }
 
@@ -842,7 +872,7 @@ void merge_but_work(Node& a, const Node& b, Unmerged& lost) {
       const double times = o.branch ? 1.0 : static_cast<double>(o.count);
       lost.seconds += times * inner.seconds, lost.flops += times * inner.flops;
     }
-    if (l->branch) l->count += o.count, l->reached += o.reached;
+    if (l->branch) l->count += o.count, l->reached += o.reached, l->pattern = mix(l->pattern, o.pattern), l->anti = mix(l->anti, o.anti);
   } else {
     merge_into(a, b);
   }
@@ -1145,9 +1175,43 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options)
   const auto& ev = trace.events;
   double prev_exit = 0;
   bool started = false;
+  // FoldOptions::step_site: loop annotations of our own around the time-step loop's iterations (none in the
+  // trace's events' timing: the gap before the step's first call stays one gap, after the iteration's start)
+  const bool steps = options.step_site != 0 && std::none_of(ev.begin(), ev.end(), [](const trace::Event& e) {
+    return e.kind == Kind::LOOP_BEGIN;
+  });
+  // an iteration starts before the regions that open around its first call (stack_regions.hpp): a region of the
+  // step's check must not straddle two iterations
+  std::vector<char> step_starts;
+  if (steps) {
+    step_starts.assign(ev.size(), 0);
+    for (std::size_t i = 0; i < ev.size(); ++i)
+      if (ev[i].site == options.step_site && ev[i].kind != Kind::COMPLETE && !trace::is_annotation(ev[i].kind)) {
+        std::size_t j = i;
+        while (j > 0 && ev[j - 1].kind == Kind::REGION_BEGIN) --j;
+        step_starts[j] = 1;
+      }
+  }
+  bool step_open = false;
+  auto mark = [&](Kind k) {
+    Call c;
+    c.kind = k;
+    c.tag = STEP_LOOP_TAG;
+    Node n;
+    n.op = std::move(c);
+    append(out.seq, std::move(n), options.window);
+  };
   for (std::size_t i = 0; i < ev.size(); ++i) {
     const trace::Event& e = ev[i];
     if (e.kind == Kind::COMPLETE) continue;  // folded into the call before it
+    if (steps && step_starts[i]) {
+      if (!step_open) mark(Kind::LOOP_BEGIN);
+      step_open = true;
+      mark(Kind::LOOP_ITER);
+    } else if (steps && step_open && e.kind == Kind::FINALIZE) {
+      mark(Kind::LOOP_END);
+      step_open = false;
+    }
     if (started) {
       Node gap;
       gap.op = Compute::of(e.gap_after(prev_exit), e.gap_flops);  // CPU time when the tracer measured it; TI flops
@@ -1192,6 +1256,7 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options)
     n.op = std::move(c);
     append(out.seq, std::move(n), options.window);
   }
+  if (step_open) mark(Kind::LOOP_END);
   branch_annotated_loops(out.seq);
   if (options.vary_sizes) settle_sizes(out.seq);
   // TI traces (gaps that state work): first iterations taken into their loops before and after the loops of

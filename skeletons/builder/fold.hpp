@@ -158,6 +158,13 @@ struct Loop {
   /// merged from consecutive loops whose bodies differ only in numbers that are step functions of the
   /// iteration (FoldOptions::index_loops): calls of its body carry `iter`
   bool indexed = false;
+  /// branch: which of the loop's iterations ran it, as a hash of the iterations in order (whether each ran it, and
+  /// how many executions it stands for), merged over the enclosing loop's executions; statistics, not identity.
+  /// Ranks of one run with the same pattern took the branch together (a decision every rank makes alike).
+  std::uint64_t pattern = 0;
+  /// branch: the same hash of the iterations that did not run it (a branch whose pattern is another's `anti` ran in
+  /// exactly the iterations the other skipped: the two arms of one if/else)
+  std::uint64_t anti = 0;
 };
 
 /** @brief One element of a folded program; `hash` covers identity (not statistics). */
@@ -185,7 +192,17 @@ struct FoldOptions {
   /// gap is the same node whatever its flops (the builder falls back to this when the first skeleton does not
   /// pair its messages at the traced runs: NPB CG's row and column reductions)
   bool work_identity = true;
+  /// the call site of a collective that starts every iteration of a time-step loop the program did not annotate
+  /// (steps.hpp; LAMMPS' per-step check whether any atom moved far enough to rebuild the neighbour lists): fold_rank
+  /// writes loop annotations (tag STEP_LOOP_TAG) around its calls, so that steps which differ by data (a rebuild
+  /// step's exchanges in place of a plain step's forward communication) fold into one loop with branches, as an
+  /// annotated loop does; 0: none. Ignored for a trace with loop annotations of its own.
+  std::uint64_t step_site = 0;
 };
+
+/** @brief The tag of the loop annotations fold_rank writes for FoldOptions::step_site (annotation tags are name
+ *  ids, never negative). */
+inline constexpr std::int32_t STEP_LOOP_TAG = -0x5354;
 
 /** @brief A rank's folded program. */
 struct RankProgram {

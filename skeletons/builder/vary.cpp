@@ -5,24 +5,20 @@
 
 namespace mksim::skeletons::builder {
 
-namespace {
-
-void count(const std::vector<std::vector<RankProgram>>& folded, std::size_t& nodes, std::size_t& shapes,
-           std::size_t& largest) {
-  nodes = shapes = largest = 0;
+FoldCounts fold_counts(const std::vector<std::vector<RankProgram>>& folded) {
+  FoldCounts c;
   for (const auto& run : folded) {
     std::set<std::uint64_t> distinct;
     for (const RankProgram& r : run) {
       const std::size_t n = folded_size(r.seq);
-      nodes += n;
-      largest = std::max(largest, n);
+      c.nodes += n;
+      c.largest = std::max(c.largest, n);
       distinct.insert(shape_hash(r.seq));
     }
-    shapes += distinct.size();
+    c.shapes += distinct.size();
   }
+  return c;
 }
-
-}  // namespace
 
 SizesChoice choose_sizes(const std::vector<trace::Run>& runs, std::vector<std::vector<RankProgram>>& folded,
                          const FoldOptions& options, int mode) {
@@ -33,10 +29,10 @@ SizesChoice choose_sizes(const std::vector<trace::Run>& runs, std::vector<std::v
   std::vector<std::vector<RankProgram>> other(runs.size());
   for (std::size_t i = 0; i < runs.size(); ++i)
     for (const trace::RankTrace& r : runs[i].ranks) other[i].push_back(fold_rank(r, vary));
-  std::size_t largest = 0, ignored = 0;
-  count(folded, out.exact_nodes, out.exact_shapes, largest);
-  count(other, out.vary_nodes, out.vary_shapes, ignored);
-  const bool compresses = largest >= 32 && 4 * out.vary_nodes <= 3 * out.exact_nodes;
+  const FoldCounts exact = fold_counts(folded), varied = fold_counts(other);
+  out.exact_nodes = exact.nodes, out.exact_shapes = exact.shapes;
+  out.vary_nodes = varied.nodes, out.vary_shapes = varied.shapes;
+  const bool compresses = exact.largest >= 32 && 4 * out.vary_nodes <= 3 * out.exact_nodes;
   const bool agrees = out.vary_shapes < out.exact_shapes && out.vary_nodes <= out.exact_nodes;
   out.vary = mode == 1 || compresses || agrees;
   if (!out.vary) return out;

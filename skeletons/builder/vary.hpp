@@ -13,6 +13,13 @@
 
 namespace mksim::skeletons::builder {
 
+/** @brief The size of folded programs (one vector of rank programs per run): folded nodes over all ranks of all
+ *  runs, distinct rank shapes per run summed over the runs, and the largest rank's folded nodes. */
+struct FoldCounts {
+  std::size_t nodes = 0, shapes = 0, largest = 0;
+};
+FoldCounts fold_counts(const std::vector<std::vector<RankProgram>>& folded);
+
 /** @brief What `choose_sizes` saw and chose. */
 struct SizesChoice {
   bool vary = false;
