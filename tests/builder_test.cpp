@@ -899,3 +899,101 @@ TEST(BuilderSteps, AnUnannotatedStepLoopWhoseStepsDifferByDataIsOneLoopWithAnIfE
     EXPECT_EQ(tag2, rebuild0) << "rank " << r;
   }
 }
+
+namespace {
+
+// A ring that waits by polling, as HPL's panel broadcast and b_eff do: each step posts its receive from the left and
+// its send to the right, then works through `chunks` pieces of 20 us, testing the receive after each piece until it
+// has arrived (how many tests fail depends on the machine's timing: a hash of the run, rank and step here), then waits
+// for the send with MPI_Testall in a loop, and finally polls with MPI_Iprobe for the right neighbour's token before
+// receiving it. `polls` false: the same program with blocking waits (MPI_Wait, MPI_Waitall, MPI_Probe).
+int tries(int P, int r, int s, int salt) {
+  std::uint64_t z = static_cast<std::uint64_t>(P * 1000003 + r * 7919 + s * 104729 + salt) * 0x9E3779B97F4A7C15ULL;
+  z ^= z >> 29;
+  return 1 + static_cast<int>((z >> 40) % 6);  // 1..6: the last one succeeds
+}
+
+mksim::trace::Run polling_ring(int P, int N, bool polls, std::size_t* failed = nullptr) {
+  return make_run(P, {{"N", N}}, [&](int r, RankWriter& w) {
+    const int right = (r + 1) % P, left = (r + P - 1) % P;
+    const long bytes = 8L * N / P;
+    w.call(Kind::INIT, 1, -1, -1, 0, 0);
+    for (int s = 0; s < 12; ++s) {
+      const std::uint32_t rq = w.irecv(left, 1, bytes, 10), sq = w.isend(right, 1, bytes, 11);
+      const int k = tries(P, r, s, N);
+      for (int t = 0; t < k; ++t) {
+        w.compute(4e-5 / k);  // the step's work, done between the tests
+        const bool last = t + 1 == k;
+        if (!polls && !last) continue;
+        Event& e = w.call(polls ? Kind::TEST : Kind::WAIT, 12, -1, -1, 0, 0);
+        e.root = last ? 1 : 0;
+        if (failed && !last) ++*failed;
+        if (last) w.complete(rq, left, 1, bytes, true);
+      }
+      const int kt = tries(P, r, s, N + 1);
+      for (int t = polls ? 0 : kt - 1; t < kt; ++t) {
+        const bool last = t + 1 == kt;
+        w.call(polls ? Kind::TESTALL : Kind::WAITALL, 13, -1, -1, 0, t == 0 || !polls ? 1e-6 : 0).root = last ? 1 : 0;
+        if (failed && !last) ++*failed;
+        if (last) w.complete(sq, right, 1, bytes, false);
+      }
+      const int kp = tries(P, r, s, N + 2);
+      for (int t = polls ? 0 : kp - 1; t < kp; ++t) {
+        const bool last = t + 1 == kp;
+        Event& e = w.call(polls ? Kind::IPROBE : Kind::PROBE, 14, last ? right : -1, last ? 2 : -1, last ? 8 : 0, t == 0 || !polls ? 2e-6 : 0);
+        e.root = last ? 1 : 0;
+        if (failed && !last) ++*failed;
+      }
+      w.call(Kind::SEND, 15, left, 2, 8, 1e-6);
+      w.call(Kind::RECV, 16, right, 2, 8, 1e-6);
+    }
+    w.call(Kind::FINALIZE, 2);
+  });
+}
+
+}  // namespace
+
+// Polling loops fold as the waits they are: the tests that completed nothing and the Iprobes that found nothing, as
+// many as the timing made, are left out (and counted in a warning); the work between them is kept; a test that
+// completed its request is its wait. The skeleton is then the blocking program's: the same operations at every rank
+// at a P never traced, the same compute per rank. Kept as calls, the tries differ from step to step and rank to rank:
+// the steps did not fold and the skeleton had a test per traced try.
+TEST(BuilderPolls, PollingLoopsFoldAsTheWaitsTheyAre) {
+  std::vector<mksim::trace::Run> polled, blocking;
+  std::size_t failed = 0;
+  for (int P : {4, 8})
+    for (int N : {256, 512}) {
+      polled.push_back(polling_ring(P, N, true, &failed));
+      blocking.push_back(polling_ring(P, N, false));
+    }
+  const BuildResult a = build_skeleton(polled), b = build_skeleton(blocking);
+  EXPECT_TRUE(a.matching.empty()) << a.matching.front();
+  EXPECT_TRUE(std::any_of(a.warnings.begin(), a.warnings.end(), [&](const std::string& w) {
+    return w.rfind(std::to_string(failed) + " MPI_Test/Testany/Testsome/Testall calls that completed nothing", 0) == 0;
+  })) << failed;
+  EXPECT_GT(failed, 100u);
+  const auto sa = mksim::skeletons::parse_skeleton(a.skeleton.dump(), "polled.json");
+  const auto sb = mksim::skeletons::parse_skeleton(b.skeleton.dump(), "blocking.json");
+  EXPECT_EQ(blocks_of(a.skeleton, "loop").size(), 1u) << a.skeleton.dump(2);
+  std::vector<std::string> ka, kb;  // the two skeletons' blocks in order (they differ in the last digits of times)
+  walk(a.skeleton.at("body"), [&](const json& x, int depth) { ka.push_back(std::to_string(depth) + x.at("op").get<std::string>()); });
+  walk(b.skeleton.at("body"), [&](const json& x, int depth) { kb.push_back(std::to_string(depth) + x.at("op").get<std::string>()); });
+  EXPECT_EQ(ka, kb);
+  for (int r : {0, 7, 15}) {
+    using X = mksim::skeletons::ExpandedOp;
+    const auto xa = mksim::skeletons::expand_rank(sa, mksim::skeletons::bind_parameters(sa, 16, {{"N", 1024}}), r);
+    const auto xb = mksim::skeletons::expand_rank(sb, mksim::skeletons::bind_parameters(sb, 16, {{"N", 1024}}), r);
+    std::vector<std::string> oa, ob;
+    double ca = 0, cb = 0;
+    for (const auto* xs : {&xa, &xb})
+      for (const X& x : *xs) {
+        auto& ops = xs == &xa ? oa : ob;
+        if (x.kind == X::Kind::COMPUTE) (xs == &xa ? ca : cb) += x.amount;
+        else ops.push_back(std::to_string(static_cast<int>(x.kind)) + " " + std::to_string(x.peer) + " " +
+                           std::to_string(x.tag) + " " + std::to_string(static_cast<long>(x.size_bytes)));
+      }
+    EXPECT_EQ(oa, ob) << "rank " << r;
+    EXPECT_GE(oa.size(), 12u * 6) << "rank " << r;
+    EXPECT_NEAR(ca, cb, 0.02 * cb) << "rank " << r;
+  }
+}

@@ -3057,12 +3057,24 @@ std::size_t per_run_quantities(const BuildResult& r) {
 
 BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOptions& options) {
   if (given.empty()) throw BuildError("no traced runs given");
-  // regions from call-site stacks: on copies of the runs, which the builder then reads (names included)
-  std::vector<trace::Run> with_regions;
+  // on copies of the runs, which the builder then reads: polls that found nothing dropped (fold.hpp drop_polls), then
+  // regions from call-site stacks (names included)
+  std::vector<trace::Run> prepared = given;
   std::vector<std::string> region_warnings;
+  std::size_t polls = 0, polled_runs = 0;
+  for (trace::Run& run : prepared) {
+    std::size_t here = 0;
+    for (trace::RankTrace& r : run.ranks) here += drop_polls(r);
+    polls += here;
+    polled_runs += here > 0;
+  }
+  if (polls > 0)
+    region_warnings.push_back(std::to_string(polls) + " MPI_Test/Testany/Testsome/Testall calls that completed nothing and MPI_Iprobe "
+                              "calls that found no message, in " + std::to_string(polled_runs) + " of the " +
+                              std::to_string(prepared.size()) + " runs, are left out as polling: the waiting they did is the wait "
+                              "(or receive) that ended it, the work between them is kept");
   if (options.stack_regions) {
-    with_regions = given;
-    for (trace::Run& run : with_regions) {
+    for (trace::Run& run : prepared) {
       const StackRegionReport rep = add_stack_regions(run);
       if (!rep.by_address.empty()) {
         std::string list;
@@ -3071,7 +3083,7 @@ BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOpti
       }
     }
   }
-  const std::vector<trace::Run>& runs = options.stack_regions ? with_regions : given;
+  const std::vector<trace::Run>& runs = prepared;
   // parameters: numeric, the same names in every run
   std::set<std::string> names;
   for (const auto& [k, v] : runs.front().params) names.insert(k);

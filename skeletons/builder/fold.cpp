@@ -1167,6 +1167,43 @@ void index_call_runs(std::vector<std::vector<RankProgram>>& folded, const std::f
     for (RankProgram& rp : ranks) index_runs(rp.seq, apply, nullptr);
 }
 
+std::size_t drop_polls(trace::RankTrace& trace) {
+  using trace::Kind;
+  auto polled_nothing = [](const trace::Event& e) {
+    switch (e.kind) {
+      case Kind::TEST: case Kind::TESTANY: case Kind::TESTSOME: case Kind::TESTALL: case Kind::IPROBE: return e.root <= 0;
+      default: return false;
+    }
+  };
+  std::vector<trace::Event>& ev = trace.events;
+  std::size_t kept = 0, dropped = 0;
+  double carried = 0, carried_flops = 0, prev_exit = 0;
+  bool carrying = false;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    trace::Event e = ev[i];
+    const double exit = e.t_exit;
+    if (kept > 0 && polled_nothing(e)) {  // (never the first record: MPI_Init)
+      carried += e.gap_after(prev_exit);
+      carried_flops += e.gap_flops;
+      carrying = true;
+      prev_exit = exit;
+      ++dropped;
+      continue;
+    }
+    if (carrying && e.kind != Kind::COMPLETE) {
+      // the work before the dropped calls and after them, measured as the tracer measured it
+      e.cpu_gap = carried + e.gap_after(prev_exit);
+      e.gap_flops += carried_flops;
+      carried = carried_flops = 0;
+      carrying = false;
+    }
+    if (e.kind != Kind::COMPLETE) prev_exit = exit;
+    ev[kept++] = e;
+  }
+  ev.resize(kept);
+  return dropped;
+}
+
 RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options) {
   using trace::Kind;
   RankProgram out;
@@ -1222,6 +1259,12 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options)
     prev_exit = e.t_exit;
     Call c;
     c.kind = e.kind;
+    // a test that completed requests waited for them (drop_polls took the tries before): one request (MPI_Test,
+    // MPI_Testany) is MPI_Wait on it; an Iprobe that found its message, MPI_Probe
+    if (e.kind == Kind::TEST || e.kind == Kind::TESTANY) c.kind = Kind::WAIT;
+    else if (e.kind == Kind::TESTALL) c.kind = Kind::WAITALL;
+    else if (e.kind == Kind::TESTSOME) c.kind = Kind::WAITSOME;
+    else if (e.kind == Kind::IPROBE) c.kind = Kind::PROBE;
     c.site = e.site;
     c.comm = e.comm;
     c.peer = e.posted_any_source() ? trace::ANY : e.peer;
@@ -1242,7 +1285,7 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options)
         c.tag2 = done.posted_any_tag() ? trace::ANY : done.tag;
         c.bytes2 = done.bytes;
       } else if (auto it = request_site.find(done.request); it != request_site.end()) {
-        if (e.kind == Kind::WAIT) c.waits_on = it->second;
+        if (c.kind == Kind::WAIT) c.waits_on = it->second;
         request_site.erase(it);
       }
     }

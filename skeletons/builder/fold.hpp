@@ -211,6 +211,14 @@ struct RankProgram {
   std::uint64_t events = 0;  ///< calls folded in (excluding request completions)
 };
 
+/** @brief Polling: a test that completed nothing, or an MPI_Iprobe that found no message (or whose answer the trace
+ *  does not have: OTF2), is the rank waiting, as often as the machine's timing made it try. These records are
+ *  removed, and the work between them joins the gap before the next record (its `cpu_gap`), so that the calls
+ *  polling loops make fold as the waits they are (fold_rank then reads a test that completed requests as the wait
+ *  it stands for). HPL's panel broadcasts poll with MPI_Iprobe, b_eff with MPI_Testany: 87 of every 100 records
+ *  of an HPCC trace. Returns how many records were removed. */
+std::size_t drop_polls(trace::RankTrace& trace);
+
 /** @brief Folds one rank's trace. Request completions (COMPLETE records) are folded into their wait;
  *  the time between the end of one call and the start of the next is a compute gap, also at the start
  *  (after MPI_Init) and end (before MPI_Finalize); annotation iterations drop their index.
