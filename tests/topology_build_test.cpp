@@ -189,6 +189,21 @@ TEST(TopologyBuild, ExchangesAlongAxesOfSeveralRanksAlignByAxisAndPairAtUntraced
   expect_exact(mksim::skeletons::parse_skeleton(text, "swaps.json"), held, {{"steps", 2}, {"bytes", 64}}, text);
 }
 
+// The same exchange traced at P = 4 and 8 only: the grids 1 x 2 x 2 and 2 x 2 x 2 are MPI_Dims_create's sides in
+// two orders (reversed, or its third side first and then its first two). The reversed order is preferred, as LAMMPS
+// builds its grid (the first of least surface, sides ascending): 2 x 2 x 4 at P = 16, where the other order gives
+// 2 x 4 x 2 and other peers. Exact at P = 16, never traced.
+TEST(TopologyBuild, GridsThatTwoOrdersOfDimsCreateGiveTakeTheReverseOrderExactAtUntracedP) {
+  std::vector<mksim::trace::Run> runs{topo("swaps", 4, 2), topo("swaps", 8, 2), topo("swaps", 8, 3)};
+  const auto held = topo("swaps", 16, 2);
+  const auto r = b::build_skeleton(runs);
+  const std::string text = r.skeleton.dump(2);
+  EXPECT_EQ(r.skeleton["let"]["c01_cart_n0"], "dims(P, 3, 2)") << text;
+  EXPECT_EQ(r.skeleton["let"]["c01_cart_n1"], "dims(P, 3, 1)") << text;
+  EXPECT_EQ(r.skeleton["let"]["c01_cart_n2"], "dims(P, 3, 0)") << text;
+  expect_exact(mksim::skeletons::parse_skeleton(text, "swaps48.json"), held, {{"steps", 2}, {"bytes", 64}}, text);
+}
+
 // SUMMA's broadcast roots are the owner of panel k, (k nb) / (N / pc) on the row and (k nb) / (N / pr) on the
 // column: they change with the loop's iteration. Exact folding makes one loop per owner (as many as the grid
 // has columns, so the traced runs disagree); index_loops makes them one loop over the N / nb panels whose roots

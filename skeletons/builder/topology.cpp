@@ -651,7 +651,10 @@ struct Topology::Impl {
   // A side of a grid of every rank: MPI_Dims_create's sides in some order (codes that factor P themselves, as
   // LAMMPS does, often put the largest side last). The sides are chosen together, as one permutation that gives
   // every side in every run, so that their product is P at every P; fitted one by one, a side that stayed 2 in
-  // the traced runs would be written "2".
+  // the traced runs would be written "2". Where several permutations give every traced side (P = 4 and 8 see
+  // 1 x 2 x 2 and 2 x 2 x 2), MPI_Dims_create's order is tried first, then its reverse (ascending sides: LAMMPS
+  // takes the first grid of least sub-domain surface in ascending order of its sides, 2 x 2 x 4 at P = 16 on a
+  // cube), then the others.
   std::string cart_dim(int decl, std::size_t i, std::size_t nd, const FitInt& fit, const std::string& where) const {
     auto side = [&](std::size_t k) {
       return arg_samples(decl, [k](const trace::CommArgs& a) { return k < a.dims.size() ? static_cast<double>(a.dims[k]) : -1.0; }, false);
@@ -659,12 +662,15 @@ struct Topology::Impl {
     if (data_parent_is_world(decl) && nd <= 3) {
       std::vector<int> perm(nd);
       for (std::size_t k = 0; k < nd; ++k) perm[k] = static_cast<int>(k);
-      do {
+      std::vector<std::vector<int>> order{perm, std::vector<int>(perm.rbegin(), perm.rend())};
+      while (std::next_permutation(perm.begin(), perm.end()))
+        if (std::find(order.begin(), order.end(), perm) == order.end()) order.push_back(perm);
+      for (const std::vector<int>& p : order) {
         bool all = true;
         for (std::size_t k = 0; k < nd && all; ++k)
-          all = reproduces("dims(P, " + std::to_string(nd) + ", " + std::to_string(perm[k]) + ")", side(k), false);
-        if (all) return "dims(P, " + std::to_string(nd) + ", " + std::to_string(perm[i]) + ")";
-      } while (std::next_permutation(perm.begin(), perm.end()));
+          all = reproduces("dims(P, " + std::to_string(nd) + ", " + std::to_string(p[k]) + ")", side(k), false);
+        if (all) return "dims(P, " + std::to_string(nd) + ", " + std::to_string(p[i]) + ")";
+      }
     }
     return fit(side(i), where, "dims", false);
   }
