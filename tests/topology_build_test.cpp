@@ -409,3 +409,36 @@ TEST(TopologyBuild, GridPeersWithoutTopologyCalls) {
 }
 
 }  // namespace
+
+// A message to a Cartesian neighbour whose size is a mean over iterations (atoms crossing a face): the face of the
+// block along the neighbour's axis, c L^2 side / P (+ e), from the runs of one P alone scales to every P, where a
+// regression of those runs has no P in it. The closed forms below are exact at P = 16 and 1,024, not traced.
+TEST(TopologyBuild, FaceOfTheBlockAlongAnAxisScalesFromOneP) {
+  const std::vector<std::pair<std::string, std::string>> lets{
+      {"g_n0", "dims(P, 3, 2)"}, {"g_n1", "dims(P, 3, 1)"}, {"g_n2", "dims(P, 3, 0)"}};
+  const auto [side, d] = b::cart_neighbour_side("cart_rank(g_x0, (g_x1 + 1) % g_n1, g_x2, g_n0, g_n1, g_n2)", lets);
+  EXPECT_EQ(side, "dims(P, 3, 1)");
+  EXPECT_EQ(d, 3);
+  EXPECT_EQ(b::cart_neighbour_side("cart_rank((g_x0 - 1) % g_n0, (g_x1 + 1) % g_n1, g_x2, g_n0, g_n1, g_n2)", lets).second, 0)
+      << "an edge neighbour is no face";
+  EXPECT_EQ(b::cart_neighbour_side("(rank + 1) % P", lets).second, 0);
+
+  // sizes 41 L^2 side_y / P + 1500 and 7 L^2 side_y / P, seen at P = 8 only (2 x 2 x 2), L = 8 and 12
+  const b::Feature side_y("dims(P, 3, 1)", {"P", "L"}, true);
+  for (const double e : {1500.0, 0.0}) {
+    std::vector<b::Sample> smp;
+    for (const double L : {8.0, 12.0}) {
+      const b::Vars v{{"P", 8}, {"L", L}};
+      smp.push_back({v, (e > 0 ? 41 : 7) * L * L * side_y.eval(v) / 8 + e, "P=8 L=" + std::to_string(L)});
+    }
+    const auto ff = b::face_fit(smp, {"L"}, side, d);
+    ASSERT_TRUE(ff.has_value());
+    EXPECT_LT(ff->max_rel_error, 1e-9) << ff->expr;
+    const b::Feature model(ff->expr, {"P", "L"}, false);
+    for (const double P : {16.0, 1024.0}) {
+      const b::Vars v{{"P", P}, {"L", 12}};
+      const double want = (e > 0 ? 41 : 7) * 144 * side_y.eval(v) / P + e;
+      EXPECT_NEAR(model.eval(v), want, 1e-6 * want) << ff->expr << " at P = " << P;
+    }
+  }
+}

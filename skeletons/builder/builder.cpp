@@ -920,6 +920,7 @@ class Builder {
   std::vector<std::vector<std::size_t>> shapes_;        // shape -> member indices
   std::map<std::uint64_t, std::string> request_names_;  // waited isend/irecv site -> name
   std::map<std::vector<bool>, std::string> predicates_; // member set -> condition
+  std::map<std::vector<bool>, std::vector<std::string>> predicate_alternatives_;  // member set -> the others that fit
   PredicateOptions predicate_options_;                   // the grids the program made (grid_ndims)
   // whether the program made a 3-D grid (MPI_Dims_create or MPI_Cart_create with 3 dimensions): its
   // decomposition forms then take the 3-D sides first
@@ -1141,6 +1142,7 @@ class Builder {
   // at every P. Only for world ranks (a peer on a communicator is not a world rank) and sender expressions of
   // rank, P and the parameters alone.
   std::map<std::uint64_t, std::set<std::string>> send_sizes_;  // send site -> size texts written (JSON)
+  std::pair<std::string, int> face_;  // while a p2p size is fitted: the side of its Cartesian axis and the grid's dimensions (face_size)
 
   std::map<std::uint64_t, std::uint64_t> receive_partners() const {
     std::map<std::uint64_t, std::uint64_t> partner;  // receive site -> send site (0: several)
@@ -1611,7 +1613,65 @@ class Builder {
                                    "; runs at " + at + " would tell them apart");
     }
     predicates_.emplace(in, g.text);
+    std::vector<std::string> alts;
+    for (const auto& a : g.alternatives) alts.push_back(a.text);
+    predicate_alternatives_.emplace(in, std::move(alts));
     return g.text;
+  }
+
+  // Whether the conditions `a` and `b` hold together at some rank of some run at P = 2, 4, .., 1024 or a traced P,
+  // with each traced parameter set.
+  bool overlap_somewhere(const std::string& a, const std::string& b) const {
+    std::set<std::pair<double, Vars>> probes;
+    for (const RunInfo& r : runs_) {
+      Vars v = r.vars;
+      std::set<double> ps{static_cast<double>(r.P)};
+      for (int e = 1; e <= COUNT_CHECK_MAX_LOG2_P; ++e) ps.insert(std::ldexp(1.0, e));
+      for (double P : ps) {
+        v["P"] = P;
+        probes.emplace(P, v);
+      }
+    }
+    for (const auto& [P, v] : probes) {
+      try {
+        const std::vector<bool> x = predicate_members(a, v), y = predicate_members(b, v);
+        for (std::size_t i = 0; i < x.size() && i < y.size(); ++i)
+          if (x[i] && y[i]) return true;
+      } catch (const std::exception&) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Sibling parts that no traced rank runs both of (the first swaps of LAMMPS' forward communication go along x
+  // where the grid has two ranks along x, else along y, else along z) keep apart at every P: when the condition
+  // found for `here` holds together with an earlier sibling's somewhere, an alternative that fits the traced runs as
+  // well and keeps apart from every such sibling is taken (at P = 2, 4, 8 "dims(P, 2, 0) == dims(P, 2, 1)" and
+  // "P == 4" both say "y first", but the first holds at P = 16 too, where the x swaps run).
+  std::string apart_from_siblings(const std::string& cond, const std::vector<bool>& here,
+                                  const std::vector<std::pair<std::vector<bool>, std::string>>& siblings, const std::string& at) {
+    std::vector<const std::string*> apart;
+    for (const auto& [mask, c] : siblings) {
+      bool disjoint = true;
+      for (std::size_t m = 0; m < mask.size() && disjoint; ++m) disjoint = !(mask[m] && here[m]);
+      if (disjoint) apart.push_back(&c);
+    }
+    auto keeps_apart = [&](const std::string& t) {
+      for (const std::string* c : apart)
+        if (overlap_somewhere(t, *c)) return false;
+      return true;
+    };
+    if (apart.empty() || keeps_apart(cond)) return cond;
+    auto it = predicate_alternatives_.find(here);
+    if (it != predicate_alternatives_.end())
+      for (const std::string& alt : it->second)
+        if (keeps_apart(alt)) {
+          result.ambiguities.push_back(at + "/cond: \"" + alt + "\" taken for \"" + cond + "\", which holds at some P together with the " +
+                                       "condition of an earlier part that no traced rank runs with this one");
+          return alt;
+        }
+    return cond;
   }
 
   // The ambiguity of a fit, without the remark that a parameter never varied: that holds for every
@@ -1632,6 +1692,27 @@ class Builder {
       from = to + sep.size();
     }
     if (!kept.empty()) result.ambiguities.push_back(where + ": " + kept);
+  }
+
+  // A mean message size (sizes as statistics) to a Cartesian neighbour along one axis (face_, set from the call's
+  // peer): the face of the block along that axis (face_fit) when it fits the runs about as well as the regression
+  // `reg` (largest relative error at most FACE_SLACK more), which a regression over the runs of one P cannot scale.
+  // The guarded face expression, or "" to keep the regression. `rejected`: an exact polynomial refused before.
+  static constexpr double FACE_SLACK = 0.05;
+  std::string face_size(const std::vector<Sample>& samples, const std::string& where, nlohmann::json& fits, const Fit& reg,
+                        const std::string& rejected) {
+    if (face_.first.empty()) return "";
+    const std::optional<FaceFit> ff = face_fit(samples, params_, face_.first, face_.second);
+    if (!ff || ff->max_rel_error > reg.max_rel_error + FACE_SLACK) return "";
+    const std::string guarded = integer_guard(ff->expr, "size");
+    result.warnings.push_back(where + "/size: no exact expression fits every run (sizes as statistics); using the face of a block of the " +
+                              std::to_string(face_.second) + "-D grid along the axis of side " + face_.first + ", \"" + guarded +
+                              "\" (largest relative error " + fmt_number(ff->max_rel_error) + "; the regression \"" + reg.expr + "\": " +
+                              fmt_number(reg.max_rel_error) + ")");
+    fits["size"] = {{"expr", ff->expr}, {"form", "face"}, {"side", face_.first}, {"max_rel_error", ff->max_rel_error}, {"guard", guarded},
+                    {"regression", reg.expr}, {"regression_max_rel_error", reg.max_rel_error}, {"regression_cv_rel_error", reg.cv_rel_error}};
+    if (!rejected.empty()) fits["size"]["rejected"] = rejected;
+    return guarded;
   }
 
   // Fits one integer quantity (counts, sizes, peers, tags, roots); returns its expression text.
@@ -1807,6 +1888,8 @@ class Builder {
       if (sizes_are_statistics && fname != "peer" && fname != "root" && fname != "tag") {
         fo.integer = false;
         f = fit_quantity(samples, params_, fo);
+        if (fname == "size")
+          if (std::string g = face_size(samples, where, fits, f, ""); !g.empty()) return g;
         const std::string guarded = integer_guard(f.expr, field);
         result.warnings.push_back(where + "/" + field + ": no exact expression fits every run (sizes as statistics); using \"" +
                                   guarded + "\" (largest relative error " + fmt_number(f.max_rel_error) + ")");
@@ -1824,6 +1907,7 @@ class Builder {
       if (const std::string bad = count_outside_domain(f.expr, samples, false, false); !bad.empty()) {
         fo.integer = false;
         const Fit g = fit_quantity(samples, params_, fo);
+        if (std::string h = face_size(samples, where, fits, g, f.expr); !h.empty()) return h;
         const std::string guarded = integer_guard(g.expr, field);
         result.warnings.push_back(where + "/" + field + ": \"" + f.expr + "\" fits every run's mean size but is negative at " + bad +
                                   " (sizes as statistics); using \"" + guarded + "\" (largest relative error " + fmt_number(g.max_rel_error) + ")");
@@ -2088,6 +2172,80 @@ class Builder {
                    {"rejected_cv_rel_error", rejected_cv}, {"mean_cv_rel_error", flat}, {"samples", samples.size()}};
     evidence();
     return mean;
+  }
+
+  // The counts of the loops around the node being emitted (innermost last), per (run, rank): a compute gap in a loop
+  // whose count changes from run to run may be work per execution of the loop rather than per iteration.
+  struct LoopCounts {
+    std::map<std::pair<std::string, double>, double> count;
+    bool varies = false;
+    bool used = false;  // a gap of its body was written per execution (COUNT_PLACEHOLDER)
+  };
+  std::vector<LoopCounts> loop_counts_;
+  static constexpr const char* COUNT_PLACEHOLDER = "__loop_count__";
+
+  static void replace_count_placeholder(nlohmann::json& list, const std::string& count) {
+    for (nlohmann::json& b : list) {
+      if (b.value("op", "") == "compute" && b.contains("seconds") && b["seconds"].is_string()) {
+        std::string t = b["seconds"];
+        for (std::size_t at = t.find(COUNT_PLACEHOLDER); at != std::string::npos; at = t.find(COUNT_PLACEHOLDER, at))
+          t.replace(at, std::string(COUNT_PLACEHOLDER).size(), count);
+        b["seconds"] = t;
+        if (b.contains("fit") && b["fit"].contains("seconds") && b["fit"]["seconds"].contains("per_execution"))
+          b["fit"]["seconds"]["per_execution"]["count"] = count;
+      }
+      if (b.value("op", "") == "loop") continue;  // an inner loop's gaps are its own
+      for (const char* arm : {"body", "then", "else"})
+        if (b.contains(arm)) replace_count_placeholder(b[arm], count);
+    }
+  }
+
+  // A compute gap's seconds: per iteration of the loop around it (fit_real), or, where that loop's count changes from
+  // run to run and the work of one execution of the loop predicts the runs clearly better (half the mean relative
+  // error), that work divided by the count. LAMMPS' reverse communication runs 2, 4, 4 swaps at P = 2, 4, 8 after the
+  // force computation, whose time is in the first swap's gap: per iteration it is force / count, which a law of P
+  // alone cannot follow (L^(8/3)/P^2, half the force at P = 16), per execution it is the force's L^(8/3)/P.
+  std::string fit_loop_gap(const std::vector<Sample>& gap, const std::string& at, nlohmann::json& fits) {
+    if (loop_counts_.empty() || !loop_counts_.back().varies) return fit_real(gap, at, fits, "seconds");
+    LoopCounts& lc = loop_counts_.back();
+    std::vector<Sample> total = gap;
+    std::vector<double> count;
+    for (Sample& x : total) {
+      auto it = lc.count.find({x.run, x.vars.at("rank")});
+      if (it == lc.count.end() || !(it->second > 0)) return fit_real(gap, at, fits, "seconds");
+      count.push_back(it->second);
+      x.value *= it->second;
+    }
+    const std::size_t warnings = result.warnings.size(), ambiguities = result.ambiguities.size();
+    nlohmann::json per_fits = nlohmann::json::object(), total_fits = nlohmann::json::object();
+    const std::string per = fit_real(gap, at, per_fits, "seconds");
+    const std::size_t warnings_per = result.warnings.size(), ambiguities_per = result.ambiguities.size();
+    const std::string all = fit_real(total, at, total_fits, "seconds");
+    auto error = [&](const std::string& text, bool divided) {
+      const std::optional<Feature> f = feature_of(text);
+      if (!f) return static_cast<double>(INFINITY);
+      double e = 0;
+      for (std::size_t i = 0; i < gap.size(); ++i) {
+        const double v = f->eval(gap[i].vars) / (divided ? count[i] : 1.0);
+        e += std::fabs(v - gap[i].value) / std::max(gap[i].value, 1e-12);
+      }
+      return e / static_cast<double>(gap.size());
+    };
+    const double e_per = error(per, false), e_all = error(all, true);
+    if (!(e_all < 0.5 * e_per)) {
+      result.warnings.resize(warnings_per);
+      result.ambiguities.resize(ambiguities_per);
+      fits = per_fits;
+      return per;
+    }
+    // keep the per-execution fit's messages only
+    result.warnings.erase(result.warnings.begin() + static_cast<long>(warnings), result.warnings.begin() + static_cast<long>(warnings_per));
+    result.ambiguities.erase(result.ambiguities.begin() + static_cast<long>(ambiguities),
+                             result.ambiguities.begin() + static_cast<long>(ambiguities_per));
+    lc.used = true;
+    fits = total_fits;
+    fits["seconds"]["per_execution"] = {{"mean_rel_error", e_all}, {"per_iteration", per}, {"per_iteration_mean_rel_error", e_per}};
+    return "(" + all + ")/(" + COUNT_PLACEHOLDER + ")";
   }
 
   // Leave-one-run-out relative error of predicting each run's mean value by the other runs' mean.
@@ -2461,6 +2619,7 @@ class Builder {
   // The blocks of a list of union nodes whose enclosing block runs on the members `context`.
   nlohmann::json emit_list(const std::vector<UNode>& list, const std::vector<bool>& context, const std::string& where) {
     nlohmann::json body = nlohmann::json::array();
+    std::vector<std::pair<std::vector<bool>, std::string>> siblings;  // the conditions written in this list, with their members
     std::size_t i = 0;
     while (i < list.size()) {
       // a run of consecutive nodes with the same members shares one `if`
@@ -2477,8 +2636,12 @@ class Builder {
           neighbour_hints_.clear();
           for (std::size_t k = i; k < j; ++k)
             if (const NeighbourTag* t = neighbour_tag(list[k])) neighbour_hints_.push_back(t);
-          const std::string cond = condition(here, at);
+          std::string cond = condition(here, at);
           neighbour_hints_.clear();
+          if (!cond.empty()) {
+            cond = apart_from_siblings(cond, here, siblings, at);
+            siblings.emplace_back(here, cond);
+          }
           const std::string runs_it = cond.empty() ? count_condition(then, here, context) : "";
           if (!cond.empty() || !runs_it.empty()) {
             body.push_back({{"op", "if"}, {"cond", cond.empty() ? runs_it : cond}, {"then", then}});
@@ -2517,7 +2680,7 @@ class Builder {
       nlohmann::json fits = nlohmann::json::object();
       const std::string at = where + "/" + std::to_string(body.size());
       nlohmann::json block = {{"op", "compute"},
-                              {"seconds", opt_.pool_compute ? fit_compute(u, at, fits) : fit_real(gap, at, fits, "seconds")}};
+                              {"seconds", opt_.pool_compute ? fit_compute(u, at, fits) : fit_loop_gap(gap, at, fits)}};
       if (nlohmann::json dist = gap_distribution(u, fits); !dist.is_null()) {
         block["dist"] = std::move(dist);
         uses_v2_ = true;
@@ -2549,8 +2712,33 @@ class Builder {
         loop_vars_.push_back(loop_var_name());
         block["var"] = loop_vars_.back();
       }
+      {
+        LoopCounts lc;
+        std::map<std::pair<std::string, double>, std::pair<double, int>> sum;
+        for (const Sample& x : samples(u, [](const Node& n) { return static_cast<double>(std::get<Loop>(n.op).count); })) {
+          auto& [t, n] = sum[{x.run, x.vars.at("rank")}];
+          t += x.value;
+          ++n;
+        }
+        for (const auto& [key, tn] : sum) lc.count[key] = tn.first / tn.second;
+        for (const auto& [key, c] : lc.count) lc.varies = lc.varies || c != lc.count.begin()->second;
+        loop_counts_.push_back(std::move(lc));
+      }
       block["body"] = emit_list(u.body, here, at + "/body");
-      if (indexed) loop_vars_.pop_back();
+      const bool per_execution = loop_counts_.back().used;
+      loop_counts_.pop_back();
+      if (indexed) {
+        const std::vector<Sample> counts = samples(u, [](const Node& n) { return static_cast<double>(std::get<Loop>(n.op).count); });
+        if (const std::string c = axis_count(loop_vars_.back(), counts); !c.empty() && c != expr_text(block["count"])) {
+          result.ambiguities.push_back(at + "/count: \"" + c + "\" (iterations per axis of the grid along which its calls' peers move, " +
+                                       "for each axis with more than one rank) and \"" + expr_text(block["count"]) +
+                                       "\" give every traced count; the first is kept, as the peers' axes follow it");
+          fits["count"] = {{"expr", c}, {"form", "axes"}, {"rejected", expr_text(block["count"])}};
+          block["count"] = c;
+        }
+        loop_vars_.pop_back();
+      }
+      if (per_execution) replace_count_placeholder(block["body"], expr_text(block["count"]));
       if (!fits.empty()) block["fit"] = fits;
       body.push_back(std::move(block));
       return;
@@ -2723,6 +2911,9 @@ class Builder {
     struct Obs {
       Vars vars;
       std::vector<std::int64_t> values;  // per iteration, or one value
+      std::vector<std::int64_t> world;   // the same as traced (world ranks for peers)
+      const Member* member = nullptr;
+      std::uint32_t comm = 0;
     };
     std::vector<Obs> obs;
     std::vector<std::string> obs_run;
@@ -2730,9 +2921,10 @@ class Builder {
       for (std::size_t k = 0; k < o.nodes.size(); ++k) {
         const Member& m = members_[shapes_[o.shape][k]];
         const Call& c = std::get<Call>(o.nodes[k]->op);
-        Obs x{vars_of(m), {}};
+        Obs x{vars_of(m), {}, {}, &m, c.comm};
         if (const auto* v = vec(c)) x.values = *v;
         else x.values = {scalar(c)};
+        x.world = x.values;
         if (ranked)
           for (std::int64_t& r : x.values) r = topo_->to_comm_rank(trun(m), m.rank, c.comm, static_cast<int>(r));
         obs.push_back(std::move(x));
@@ -2853,8 +3045,308 @@ class Builder {
     };
     std::string t = steps_text();
     if (t.empty() || !reproduces(t)) t = ratio_text();
-    if (t.empty() || !reproduces(t)) return "";
+    if (t.empty() || !reproduces(t)) {
+      // a loop over the axes of a grid (LAMMPS' swaps, a halo exchanged one dimension after the other from one call
+      // site): a Cartesian neighbour whose axis and direction are functions of the iteration
+      if (f == "peer") {
+        std::vector<std::vector<std::int64_t>> world;
+        std::vector<std::pair<const Member*, std::uint32_t>> who;
+        for (const Obs& x : obs) world.push_back(x.world), who.emplace_back(x.member, x.comm);
+        const bool recv = std::get<Call>(u.occ.front().nodes.front()->op).kind == Kind::RECV ||
+                          std::get<Call>(u.occ.front().nodes.front()->op).kind == Kind::IRECV;
+        t = axis_peer_text(world, who, k, recv, fits);
+        if (!t.empty()) {
+          axis_.node = &u;
+          return t;
+        }
+      }
+      if (f == "size" && !axis_.expr.empty() && axis_.node == &u) {
+        std::vector<std::vector<std::int64_t>> values;
+        std::vector<Vars> vars;
+        for (const Obs& x : obs) values.push_back(x.values), vars.push_back(x.vars);
+        t = axis_size_text(values, vars, obs_run, fits);
+        if (!t.empty()) return t;
+      }
+      return "";
+    }
     fits[field] = {{"expr", t}, {"form", "iteration"}, {"var", k}};
+    return t;
+  }
+
+  // The axis form of the last peer fitted (axis_peer_text): the call, its axis as an expression of the loop
+  // variable, the axis of each iteration, the grid's let prefix, so that the call's size is fitted per axis.
+  struct AxisForm {
+    const UNode* node = nullptr;
+    std::string expr;                // the axis as a function of k
+    std::vector<std::vector<std::int64_t>> axes;  // per observation (fit_indexed's order), per iteration
+    std::string prefix;              // the grid's let names: PREFIX_x0.., PREFIX_n0..
+    int dims = 0;
+  };
+  AxisForm axis_;
+  // Indexed loops whose calls' peers have an axis form: the loop variable, the axes used (in order of first use),
+  // iterations per axis, the sides of the axes used (expressions of P and the parameters).
+  struct AxisLoop {
+    std::string var;
+    std::vector<std::string> counts;  // candidate counts, in order
+  };
+  std::vector<AxisLoop> axis_loops_;
+
+  // The count of an indexed loop over the axes of a grid (axis_loops_): `per` iterations per axis it uses with more
+  // than one rank, when that gives every traced count; "" otherwise. Where the traced runs cannot tell it from the
+  // count's own fit (2*2^floor(log2(P)/2) is 2, 4, 4 at P = 2, 4, 8 as LAMMPS' swaps along z and y are), it is the
+  // one the peers' axis expression can follow at every P: past the axes used, that expression names none.
+  std::string axis_count(const std::string& var, const std::vector<Sample>& counts) const {
+    for (const AxisLoop& al : axis_loops_) {
+      if (al.var != var) continue;
+      for (const std::string& text : al.counts) {
+        const std::optional<Feature> f = feature_of(text);
+        bool all = f.has_value();
+        for (std::size_t i = 0; all && i < counts.size(); ++i) all = f->eval(counts[i].vars) == counts[i].value;
+        if (all) return text;
+      }
+    }
+    return "";
+  }
+
+  // A number sequence as an expression of the loop variable k: a constant, a step function or a cycle; "" if none.
+  static std::string seq_text(const std::vector<std::int64_t>& v, const std::string& k) {
+    if (v.empty()) return "";
+    if (std::all_of(v.begin(), v.end(), [&](std::int64_t x) { return x == v.front(); })) return std::to_string(v.front());
+    if (const std::optional<Steps> st = step_form(v)) {
+      std::string t = st->offset == 0 ? k : "(" + k + " + " + std::to_string(st->offset) + ")";
+      if (st->len != 1) t = "floor(" + t + " / " + std::to_string(st->len) + ")";
+      const std::int64_t a = st->step < 0 ? -st->step : st->step;
+      if (a != 1) t = std::to_string(a) + "*" + t;
+      if (st->base != 0) return std::to_string(st->base) + (st->step < 0 ? " - " : " + ") + t;
+      return st->step < 0 ? "-" + t : t;
+    }
+    if (const std::optional<Cycle> cy = cycle_form(v)) {
+      std::string t = "(" + std::to_string(cy->start) + " + " + std::to_string(cy->step) + "*" + k + ") % " + std::to_string(cy->period);
+      if (cy->low != 0) t = std::to_string(cy->low) + " + " + t;
+      return t;
+    }
+    return "";
+  }
+
+  // The grids of the skeleton's lets: prefix -> number of dimensions (PREFIX_x0.. and PREFIX_n0.. all present).
+  std::map<std::string, int> let_grids() const {
+    std::set<std::string> names;
+    for (const auto& [n, e] : topo_->lets()) names.insert(n);
+    std::map<std::string, int> grids;
+    for (const std::string& n : names) {
+      if (n.size() < 4 || n.compare(n.size() - 3, 3, "_n0") != 0) continue;
+      const std::string pfx = n.substr(0, n.size() - 3);
+      int d = 0;
+      while (names.count(pfx + "_n" + std::to_string(d)) && names.count(pfx + "_x" + std::to_string(d))) ++d;
+      if (d > 0) grids[pfx] = d;
+    }
+    return grids;
+  }
+
+  // Evaluates `text` (over P, rank, the parameters, k and the lets) at each iteration of each observation and
+  // compares it with the traced values; the lets' communicator ranks (NAME.rank) are taken as world ranks.
+  bool reproduces_with_lets(const std::string& text, const std::string& k, const std::vector<std::vector<std::int64_t>>& world,
+                            const std::vector<std::pair<const Member*, std::uint32_t>>& who) const {
+    SymbolTable sym;
+    sym.add("P");
+    sym.add("rank");
+    for (const std::string& p : params_) sym.add(p);
+    const int kslot = sym.add(k);
+    std::vector<std::pair<int, Expr>> lets;
+    std::vector<int> comm_ranks;  // slots of NAME.rank
+    try {
+      for (const auto& [n, e] : topo_->lets()) {
+        // NAME.rank of a communicator in a let: a symbol of its own
+        for (std::size_t at = e.find(".rank"); at != std::string::npos; at = e.find(".rank", at + 1)) {
+          std::size_t b = at;
+          while (b > 0 && (std::isalnum(static_cast<unsigned char>(e[b - 1])) || e[b - 1] == '_')) --b;
+          const std::string name = e.substr(b, at + 5 - b);
+          if (sym.find(name) < 0) comm_ranks.push_back(sym.add(name));
+        }
+        Expr x = parse_expr(e, sym);
+        lets.emplace_back(sym.add(n), std::move(x));
+      }
+      const Expr ex = parse_expr(text, sym);
+      std::vector<double> frame(sym.size(), 0.0);
+      for (std::size_t o = 0; o < world.size(); ++o) {
+        const Vars v = vars_of(*who[o].first);
+        frame[0] = v.at("P");
+        frame[1] = v.at("rank");
+        for (std::size_t i = 0; i < params_.size(); ++i) frame[2 + i] = v.at(params_[i]);
+        for (int slot : comm_ranks) frame[static_cast<std::size_t>(slot)] = v.at("rank");
+        for (auto& [slot, e] : lets) frame[static_cast<std::size_t>(slot)] = e.eval(frame);
+        for (std::size_t i = 0; i < world[o].size(); ++i) {
+          frame[static_cast<std::size_t>(kslot)] = static_cast<double>(i);
+          if (ex.eval(frame) != static_cast<double>(world[o][i])) return false;
+        }
+      }
+    } catch (const std::exception&) {
+      return false;
+    }
+    return true;
+  }
+
+  // A peer that is a Cartesian neighbour (of a grid of every rank in order) along an axis that changes with the
+  // iteration. The axis of each iteration comes from the topology; written as a function of k: the same sequence at
+  // every rank of every run (seq_text), or `per` iterations along each axis with more than one rank, in ascending
+  // order skipping the leading sides of one rank (LAMMPS' forward swaps: y, y, z, z on a 1 x 2 x 2 grid, x, x, y, y
+  // on 2 x 2 x 2) or in descending order skipping the trailing ones (its reverse swaps). The direction, where sides
+  // of one or two ranks cannot tell +1 from -1: the first of +1 throughout, +1 and -1 in turn, -1 throughout, -1 and
+  // +1 in turn (+1 and -1 in turn first where each axis comes twice in a row; a receive: the opposite first, so that
+  // it pairs with a send written the same way) that reproduces every iteration of every rank of every run.
+  std::string axis_peer_text(const std::vector<std::vector<std::int64_t>>& world, const std::vector<std::pair<const Member*, std::uint32_t>>& who,
+                             const std::string& k, bool recv, nlohmann::json& fits) {
+    axis_ = {};
+    if (world.empty()) return "";
+    std::vector<std::vector<std::int64_t>> axes(world.size());  // per observation, per iteration
+    bool same = true;
+    std::size_t longest = 0;
+    for (std::size_t o = 0; o < world.size(); ++o) {
+      if (world[o].size() < 2) return "";
+      for (std::size_t i = 0; i < world[o].size(); ++i) {
+        if (world[o][i] < 0) return "";
+        const int a = topo_->cart_axis(trun(*who[o].first), who[o].first->rank, who[o].second, static_cast<int>(world[o][i]));
+        if (a < 0) return "";
+        axes[o].push_back(a);
+      }
+      if (axes[o].size() > axes[longest].size()) longest = o;
+    }
+    for (std::size_t o = 0; o < world.size(); ++o)
+      same = same && std::equal(axes[o].begin(), axes[o].end(), axes[longest].begin());
+    // runs of one axis: `per` iterations each, every axis once (the last run of an occurrence may be cut)
+    std::int64_t per = 0;
+    std::size_t most_axes = 0;
+    bool even = true, moves = false;
+    for (const auto& seq : axes) {
+      std::set<std::int64_t> seen;
+      for (std::size_t i = 0; i < seq.size();) {
+        std::size_t j = i;
+        while (j < seq.size() && seq[j] == seq[i]) ++j;
+        if (per == 0) per = static_cast<std::int64_t>(j - i);
+        even = even && (static_cast<std::int64_t>(j - i) == per || j == seq.size()) && seen.insert(seq[i]).second;
+        i = j;
+      }
+      most_axes = std::max(most_axes, seen.size());
+      moves = moves || seen.size() > 1;
+    }
+    if (!moves) return "";
+    // a loop that visits each axis twice in a row goes both ways along it (where the traced sides cannot tell)
+    const bool pairs = even && per == 2;
+    std::vector<std::string> plus{"1", "1 - 2*(" + k + " % 2)", "-1", "2*(" + k + " % 2) - 1"};
+    if (pairs) std::swap(plus[0], plus[1]), std::swap(plus[2], plus[3]);
+    std::vector<std::string> signs = plus;
+    if (recv) signs = {plus[2], plus[3], plus[0], plus[1]};
+    std::int64_t top = 0;
+    for (const auto& seq : axes) top = std::max(top, *std::max_element(seq.begin(), seq.end()));
+    for (const auto& [pfx, d] : let_grids()) {
+      if (top >= d) continue;
+      auto n = [&](int j) { return pfx + "_n" + std::to_string(j); };
+      std::vector<std::string> forms;
+      if (same)
+        if (const std::string t = seq_text(axes[longest], k); !t.empty()) forms.push_back(t);
+      if (even) {
+        const std::string step = per == 1 ? k : "floor(" + k + " / " + std::to_string(per) + ")";
+        std::string lead, trail, ones;
+        for (int j = 0; j + 1 < d; ++j) {
+          ones += (ones.empty() ? "" : " && ") + n(j) + " == 1";
+          lead += " + (" + ones + ")";
+        }
+        ones.clear();
+        for (int j = d - 1; j > 0; --j) {
+          ones += (ones.empty() ? "" : " && ") + n(j) + " == 1";
+          trail += " - (" + ones + ")";
+        }
+        forms.push_back(step + lead);
+        forms.push_back(std::to_string(d - 1) + " - " + step + trail);
+      }
+      for (const std::string& axis : forms)
+        for (const std::string& sg : signs) {
+          std::string text = "cart_rank(";
+          for (int j = 0; j < d; ++j) {
+            const std::string x = pfx + "_x" + std::to_string(j);
+            bool used = false;
+            for (const auto& seq : axes) used = used || std::find(seq.begin(), seq.end(), j) != seq.end();
+            text += (j ? ", " : "") + (used ? "(" + x + " + if(" + axis + " == " + std::to_string(j) + ", " + sg + ", 0)) % " + n(j) : x);
+          }
+          for (int j = 0; j < d; ++j) text += ", " + n(j);
+          text += ")";
+          if (!reproduces_with_lets(text, k, world, who)) continue;
+          fits["peer"] = {{"expr", text}, {"form", "iteration axis"}, {"var", k}, {"axis", axis}};
+          axis_ = {nullptr, axis, axes, pfx, d};
+          // the loop runs `per` iterations along each axis it uses, as many axes as have more than one rank (at most
+          // as many as one traced occurrence used): emit_node tries that against the count's fit
+          if (even) {
+            std::string sum;
+            for (int j = 0; j < d; ++j) {
+              std::string side = n(j);
+              for (const auto& [name, e] : topo_->lets())
+                if (name == side) side = e;
+              sum += (sum.empty() ? "" : " + ") + std::string("(") + side + " > 1)";
+            }
+            std::vector<std::string> counts{std::to_string(per) + "*(" + sum + ")"};
+            if (static_cast<int>(most_axes) < d) counts.push_back(std::to_string(per) + "*min(" + std::to_string(most_axes) + ", " + sum + ")");
+            axis_loops_.push_back({k, counts});
+          }
+          return text;
+        }
+    }
+    return "";
+  }
+
+  // The size of a call whose peer has an axis form: one size per axis (each fitted over the iterations along it:
+  // exact, or as a face of the block along that axis when sizes are statistics), chosen by the axis expression.
+  std::string axis_size_text(const std::vector<std::vector<std::int64_t>>& values, const std::vector<Vars>& vars,
+                             const std::vector<std::string>& runs, nlohmann::json& fits) {
+    std::map<std::int64_t, std::vector<Sample>> per_axis;
+    for (std::size_t o = 0; o < values.size(); ++o) {
+      std::map<std::int64_t, std::pair<double, int>> sum;
+      if (o >= axis_.axes.size()) return "";
+      for (std::size_t i = 0; i < values[o].size() && i < axis_.axes[o].size(); ++i) {
+        auto& s = sum[axis_.axes[o][i]];
+        s.first += static_cast<double>(values[o][i]);
+        ++s.second;
+      }
+      for (const auto& [a, s] : sum) per_axis[a].push_back({vars[o], s.first / s.second, runs[o]});
+    }
+    std::map<std::int64_t, std::string> text;
+    nlohmann::json parts = nlohmann::json::object();
+    for (auto& [a, smp] : per_axis) {
+      bool all_same = true;
+      for (const Sample& x : smp) all_same = all_same && x.value == smp.front().value;
+      std::string t;
+      if (all_same) t = fmt_number(smp.front().value);
+      if (t.empty()) {
+        FitOptions fo;
+        fo.integer = true;
+        fo.allow_rank = true;
+        const Fit g = fit_quantity(smp, params_, fo);
+        if (g.exact && !has_decimal_literal(g.expr)) t = g.expr;
+      }
+      if (t.empty()) t = decomposition_fit(smp, params_, {}, made_3d_grid());
+      if (t.empty() && sizes_are_statistics) {
+        std::string side = axis_.prefix + "_n" + std::to_string(a);
+        for (const auto& [n, e] : topo_->lets())
+          if (n == side) side = e;
+        int d = 0;
+        for (int j = 0; j < axis_.dims; ++j) {
+          std::string sj = axis_.prefix + "_n" + std::to_string(j);
+          for (const auto& [n, e] : topo_->lets())
+            if (n == sj) sj = e;
+          d += sj != "1";
+        }
+        if (const std::optional<FaceFit> ff = face_fit(smp, params_, side, std::max(d, 1))) {
+          t = integer_guard(ff->expr, "size");
+          parts[std::to_string(a)] = {{"expr", ff->expr}, {"form", "face"}, {"max_rel_error", ff->max_rel_error}};
+        }
+      }
+      if (t.empty()) return "";
+      text[a] = t;
+    }
+    std::string t = text.rbegin()->second;
+    for (auto it = std::next(text.rbegin()); it != text.rend(); ++it)
+      t = "if(" + axis_.expr + " == " + std::to_string(it->first) + ", " + it->second + ", " + t + ")";
+    fits["size"] = {{"expr", t}, {"form", "iteration axis"}, {"axis", axis_.expr}};
+    if (!parts.empty()) fits["size"]["per_axis"] = parts;
     return t;
   }
 
@@ -2932,7 +3424,9 @@ class Builder {
           return fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer",
                                recv ? Topology::Shift::pairs_recv : Topology::Shift::pairs_send); }));
       }
+      face_ = b["peer"].is_string() ? cart_neighbour_side(b["peer"].get<std::string>(), topo_->lets()) : std::pair<std::string, int>{};
       b["size"] = with_iterations(u, decl, "size", at, fits, [&] { return fit_call_int(u, bytes_of, at, fits, "size"); });
+      face_ = {};
       if (c.kind == Kind::RECV || c.kind == Kind::IRECV) b["_recv_site"] = c.site;
       else send_sizes_[c.site].insert(b["size"].dump()), b["_send_site"] = c.site;
       note_size_spread(u, false, fits);
@@ -2949,7 +3443,9 @@ class Builder {
       // on periodic sides too short to tell +1 from -1: a shift's send goes against the last Sendrecv's send, its
       // receive against its send (Topology::Shift)
       s["peer"] = fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer", Topology::Shift::against_last_send);
+      face_ = s["peer"].is_string() ? cart_neighbour_side(s["peer"].get<std::string>(), topo_->lets()) : std::pair<std::string, int>{};
       s["size"] = fit_call_int(u, bytes_of, at, fits, "size");
+      face_ = {};
       send_sizes_[c.site].insert(s["size"].dump());
       s["_send_site"] = c.site;
       note_size_spread(u, false, fits);
@@ -2959,7 +3455,9 @@ class Builder {
       r["peer"] = c.peer2 == trace::ANY ? nlohmann::json("any")
                                         : nlohmann::json(fit_comm_rank(u, std::max(decl, 0), [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).peer2); }, at, fits, "peer",
                                                                        Topology::Shift::against_last));
+      face_ = r["peer"].is_string() ? cart_neighbour_side(r["peer"].get<std::string>(), topo_->lets()) : std::pair<std::string, int>{};
       r["size"] = fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes2); }, at, fits, "size");
+      face_ = {};
       r["_recv_site"] = c.site;
       note_size_spread(u, true, fits);
       r["tag"] = c.tag2 == trace::ANY ? nlohmann::json("any")

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <set>
@@ -387,6 +388,103 @@ std::string decomposition_fit(const std::vector<Sample>& samples, const std::vec
     }
   }
   return ghosted_fit(samples, params, accept, prefer_3d);
+}
+
+namespace {
+
+std::string coef_text(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// The arguments of a call `name(a, b, ...)` split at the commas outside parentheses; empty when `text` is not one.
+std::vector<std::string> call_args(const std::string& text, const std::string& name) {
+  if (text.rfind(name + "(", 0) != 0 || text.empty() || text.back() != ')') return {};
+  std::vector<std::string> args;
+  int depth = 0;
+  std::string cur;
+  for (std::size_t i = name.size() + 1; i + 1 < text.size(); ++i) {
+    const char ch = text[i];
+    if (ch == '(') ++depth;
+    if (ch == ')' && --depth < 0) return {};  // the call closes before the end: `f(a) + g(b)`
+    if (ch == ',' && depth == 0) {
+      args.push_back(cur);
+      cur.clear();
+      continue;
+    }
+    if (!(cur.empty() && ch == ' ')) cur += ch;
+  }
+  args.push_back(cur);
+  return args;
+}
+
+}  // namespace
+
+std::pair<std::string, int> cart_neighbour_side(const std::string& peer, const std::vector<std::pair<std::string, std::string>>& lets) {
+  const std::vector<std::string> args = call_args(peer, "cart_rank");
+  if (args.size() < 2 || args.size() % 2 != 0) return {"", 0};
+  const std::size_t d = args.size() / 2;
+  // a coordinate that moves is an offset, `(x + 1) % n`; one that stays is a name or a cart_coord(...)
+  auto moved = [](const std::string& a) { return a.find(" + ") != std::string::npos || a.find(" - ") != std::string::npos; };
+  int axis = -1;
+  for (std::size_t k = 0; k < d; ++k)
+    if (moved(args[k])) {
+      if (axis >= 0) return {"", 0};  // an edge or a corner: not one face
+      axis = static_cast<int>(k);
+    }
+  if (axis < 0) return {"", 0};
+  std::string side = args[d + static_cast<std::size_t>(axis)];
+  for (const auto& [name, expr] : lets)
+    if (name == side) side = expr;
+  return {side, static_cast<int>(d)};
+}
+
+std::optional<FaceFit> face_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params,
+                                const std::string& side, int ndims) {
+  if (samples.empty() || params.empty() || side.empty() || ndims < 1) return std::nullopt;
+  for (const Sample& x : samples)
+    if (!(x.value > 0) || !std::isfinite(x.value)) return std::nullopt;
+  std::vector<std::string> names{"P"};
+  if (samples.front().vars.count("rank")) names.push_back("rank");
+  for (const std::string& p : params) names.push_back(p);
+  std::optional<FaceFit> best;
+  for (const std::string& X : params) {
+    const std::string face = (ndims == 1 ? std::string("") : ndims == 2 ? X + "*" : X + "^" + std::to_string(ndims - 1) + "*") +
+                             "(" + side + ")/P";
+    std::vector<double> f;
+    try {
+      const Feature e(face, names, false);
+      for (const Sample& x : samples) f.push_back(e.eval(x.vars));
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (std::any_of(f.begin(), f.end(), [](double v) { return !(v > 0) || !std::isfinite(v); })) continue;
+    // least squares of the relative errors (weights 1 / value^2): c alone, and c with a constant e
+    double sff = 0, sf = 0, s1 = 0, sfy = 0, sy = 0;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      const double w = 1 / (samples[i].value * samples[i].value);
+      sff += w * f[i] * f[i], sf += w * f[i], s1 += w, sfy += w * f[i] * samples[i].value, sy += w * samples[i].value;
+    }
+    auto max_err = [&](double c, double e) {
+      double m = 0;
+      for (std::size_t i = 0; i < samples.size(); ++i) m = std::max(m, std::fabs(c * f[i] + e - samples[i].value) / samples[i].value);
+      return m;
+    };
+    const double c1 = sfy / sff;
+    if (!(c1 > 0)) continue;
+    FaceFit one{coef_text(c1) + "*" + face, max_err(c1, 0)};
+    const double det = sff * s1 - sf * sf;
+    if (det > 1e-12 * sff * s1) {
+      const double c2 = (sfy * s1 - sf * sy) / det, e2 = (sff * sy - sf * sfy) / det;
+      if (c2 > 0 && e2 >= 0) {
+        const double err2 = max_err(c2, e2);
+        if (err2 + 0.01 < one.max_rel_error) one = {coef_text(c2) + "*" + face + " + " + coef_text(e2), err2};
+      }
+    }
+    if (!best || one.max_rel_error < best->max_rel_error) best = one;
+  }
+  return best;
 }
 
 namespace {

@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -109,6 +110,26 @@ bool has_decimal_literal(const std::string& text);
  *  P = 4, 8, 16). */
 std::string decomposition_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params,
                               const std::function<bool(const std::string&)>& accept = {}, bool prefer_3d = false);
+
+/** @brief A message to a neighbour along one axis of a d-dimensional grid of blocks whose size is a mean over
+ *  iterations (sizes as statistics: particles or atoms crossing a face): a face of the block, c X^(d-1) side / P
+ *  (the block's extent X / side_i along every other axis), or that plus a constant e >= 0 (ghost layers, headers),
+ *  X a parameter, `side` the grid's side along the axis (an expression of P and the parameters), c > 0 fitted by
+ *  least squares of the relative errors. The form with the smaller largest relative error (the one coefficient
+ *  unless the constant gains 1%), the parameter that fits best; nullopt when no parameter gives a positive c or the
+ *  side does not evaluate. A face needs only the runs of one P to scale to every P: a regression of sizes seen at
+ *  one P has no P in it (LAMMPS' first swap runs only where the grid has two ranks along x). */
+struct FaceFit {
+  std::string expr;
+  double max_rel_error = 0;
+};
+std::optional<FaceFit> face_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params,
+                                const std::string& side, int ndims);
+
+/** @brief The axis and the side of a Cartesian neighbour written by fit_rank, `cart_rank(x0, .., x(d-1), n0, ..,
+ *  n(d-1))` with exactly one coordinate moved (an offset), the side resolved through `lets` (name -> expression):
+ *  {side expression, d}; {"", 0} for any other peer. */
+std::pair<std::string, int> cart_neighbour_side(const std::string& peer, const std::vector<std::pair<std::string, std::string>>& lets);
 
 /** @brief A block owner's ratio: the first num / den, each a product of at most two of P, the parameters, the
  *  sides of MPI_Dims_create(P, 2 or 3) and the blocks ceil(parameter / side) (fewest factors first), whose
