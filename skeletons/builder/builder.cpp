@@ -2183,6 +2183,7 @@ class Builder {
   };
   std::vector<LoopCounts> loop_counts_;
   static constexpr const char* COUNT_PLACEHOLDER = "__loop_count__";
+  static constexpr double PER_EXECUTION_MIN_ERROR = 0.02;
 
   static void replace_count_placeholder(nlohmann::json& list, const std::string& count) {
     for (nlohmann::json& b : list) {
@@ -2201,8 +2202,8 @@ class Builder {
   }
 
   // A compute gap's seconds: per iteration of the loop around it (fit_real), or, where that loop's count changes from
-  // run to run and the work of one execution of the loop predicts the runs clearly better (half the mean relative
-  // error), that work divided by the count. LAMMPS' reverse communication runs 2, 4, 4 swaps at P = 2, 4, 8 after the
+  // run to run, the fit per iteration is more than 2% off on average and the work of one execution of the loop
+  // predicts the runs clearly better (half the mean relative error), that work divided by the count. LAMMPS' reverse communication runs 2, 4, 4 swaps at P = 2, 4, 8 after the
   // force computation, whose time is in the first swap's gap: per iteration it is force / count, which a law of P
   // alone cannot follow (L^(8/3)/P^2, half the force at P = 16), per execution it is the force's L^(8/3)/P.
   std::string fit_loop_gap(const std::vector<Sample>& gap, const std::string& at, nlohmann::json& fits) {
@@ -2231,8 +2232,10 @@ class Builder {
       }
       return e / static_cast<double>(gap.size());
     };
+    // per iteration unless that is more than 2% off on average and per execution halves it (a gap the same in every
+    // iteration is fitted per iteration whatever fits the totals as well)
     const double e_per = error(per, false), e_all = error(all, true);
-    if (!(e_all < 0.5 * e_per)) {
+    if (!(e_per > PER_EXECUTION_MIN_ERROR && e_all < 0.5 * e_per)) {
       result.warnings.resize(warnings_per);
       result.ambiguities.resize(ambiguities_per);
       fits = per_fits;
