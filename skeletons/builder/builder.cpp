@@ -1649,10 +1649,24 @@ class Builder {
   // found for `here` holds together with an earlier sibling's somewhere, an alternative that fits the traced runs as
   // well and keeps apart from every such sibling is taken (at P = 2, 4, 8 "dims(P, 2, 0) == dims(P, 2, 1)" and
   // "P == 4" both say "y first", but the first holds at P = 16 too, where the x swaps run).
-  std::string apart_from_siblings(const std::string& cond, const std::vector<bool>& here,
+  // Only parts run by all of a run's ranks or none of them (whole runs: which version of the program runs) are
+  // kept apart. Parts that run on some ranks of a run are kept as found: on a non-periodic grid whose sides are 1 or
+  // 2 ranks, "has a lower neighbour" and "has an upper neighbour" never hold together, but at a side of 3 the middle
+  // ranks have both (tests/nblist_app.c at P = 27).
+  std::string apart_from_siblings(const std::string& cond, const std::vector<bool>& here, const std::vector<bool>& context,
                                   const std::vector<std::pair<std::vector<bool>, std::string>>& siblings, const std::string& at) {
+    auto whole_runs = [&](const std::vector<bool>& mask) {
+      std::map<const RunInfo*, std::pair<bool, bool>> in_out;  // per run: some member in the mask, some out of it
+      for (std::size_t m = 0; m < mask.size() && m < context.size(); ++m)
+        if (context[m]) (mask[m] ? in_out[members_[m].run].first : in_out[members_[m].run].second) = true;
+      for (const auto& [run, io] : in_out)
+        if (io.first && io.second) return false;
+      return true;
+    };
+    if (!whole_runs(here)) return cond;
     std::vector<const std::string*> apart;
     for (const auto& [mask, c] : siblings) {
+      if (!whole_runs(mask)) continue;
       bool disjoint = true;
       for (std::size_t m = 0; m < mask.size() && disjoint; ++m) disjoint = !(mask[m] && here[m]);
       if (disjoint) apart.push_back(&c);
@@ -2642,7 +2656,7 @@ class Builder {
           std::string cond = condition(here, at);
           neighbour_hints_.clear();
           if (!cond.empty()) {
-            cond = apart_from_siblings(cond, here, siblings, at);
+            cond = apart_from_siblings(cond, here, context, siblings, at);
             siblings.emplace_back(here, cond);
           }
           const std::string runs_it = cond.empty() ? count_condition(then, here, context) : "";
