@@ -3295,10 +3295,7 @@ class Builder {
           if (even) {
             std::string sum;
             for (int j = 0; j < d; ++j) {
-              std::string side = n(j);
-              for (const auto& [name, e] : topo_->lets())
-                if (name == side) side = e;
-              sum += (sum.empty() ? "" : " + ") + std::string("(") + side + " > 1)";
+              sum += (sum.empty() ? "" : " + ") + std::string("(") + let_value(n(j), topo_->lets()) + " > 1)";
             }
             std::vector<std::string> counts{std::to_string(per) + "*(" + sum + ")"};
             if (static_cast<int>(most_axes) < d) counts.push_back(std::to_string(per) + "*min(" + std::to_string(most_axes) + ", " + sum + ")");
@@ -3341,16 +3338,9 @@ class Builder {
       }
       if (t.empty()) t = decomposition_fit(smp, params_, {}, made_3d_grid());
       if (t.empty() && sizes_are_statistics) {
-        std::string side = axis_.prefix + "_n" + std::to_string(a);
-        for (const auto& [n, e] : topo_->lets())
-          if (n == side) side = e;
+        const std::string side = let_value(axis_.prefix + "_n" + std::to_string(a), topo_->lets());
         int d = 0;
-        for (int j = 0; j < axis_.dims; ++j) {
-          std::string sj = axis_.prefix + "_n" + std::to_string(j);
-          for (const auto& [n, e] : topo_->lets())
-            if (n == sj) sj = e;
-          d += sj != "1";
-        }
+        for (int j = 0; j < axis_.dims; ++j) d += let_value(axis_.prefix + "_n" + std::to_string(j), topo_->lets()) != "1";
         if (const std::optional<FaceFit> ff = face_fit(smp, params_, side, std::max(d, 1))) {
           t = integer_guard(ff->expr, "size");
           parts[std::to_string(a)] = {{"expr", ff->expr}, {"form", "face"}, {"max_rel_error", ff->max_rel_error}};

@@ -434,10 +434,13 @@ std::pair<std::string, int> cart_neighbour_side(const std::string& peer, const s
       axis = static_cast<int>(k);
     }
   if (axis < 0) return {"", 0};
-  std::string side = args[d + static_cast<std::size_t>(axis)];
-  for (const auto& [name, expr] : lets)
-    if (name == side) side = expr;
-  return {side, static_cast<int>(d)};
+  return {let_value(args[d + static_cast<std::size_t>(axis)], lets), static_cast<int>(d)};
+}
+
+std::string let_value(const std::string& name, const std::vector<std::pair<std::string, std::string>>& lets) {
+  for (const auto& [n, expr] : lets)
+    if (n == name) return expr;
+  return name;
 }
 
 std::optional<FaceFit> face_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params,

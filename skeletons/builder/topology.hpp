@@ -126,6 +126,10 @@ struct FaceFit {
 std::optional<FaceFit> face_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params,
                                 const std::string& side, int ndims);
 
+/** @brief The expression a let of the skeleton stands for (`lets`: Topology::lets()), or `name` itself when no let
+ *  has that name (a side written as a number, a name that is not a let). */
+std::string let_value(const std::string& name, const std::vector<std::pair<std::string, std::string>>& lets);
+
 /** @brief The axis and the side of a Cartesian neighbour written by fit_rank, `cart_rank(x0, .., x(d-1), n0, ..,
  *  n(d-1))` with exactly one coordinate moved (an offset), the side resolved through `lets` (name -> expression):
  *  {side expression, d}; {"", 0} for any other peer. */
