@@ -85,7 +85,7 @@ typedef struct {
     uint64_t hash;
 } mkt_memo;
 
-#define MKT_MEMO_CAP 4096u /* a power of two; direct-mapped, a collision only costs an unwind */
+#define MKT_MEMO_CAP 4096u /* a power of two; two-way set-associative (2,048 sets), a miss only costs an unwind */
 #define MKT_NAME_CAP 4096u /* distinct annotation names */
 #define MKT_NAME_BYTES 4096u
 #define MKT_LOOP_DEPTH 64u
@@ -474,8 +474,12 @@ static __attribute__((noinline)) uint64_t capture_site(void *ra)
     if (g.frames == 1) return site_of_frames(&ra, 1);
     const uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
     const uint64_t mix = (((uint64_t)(uintptr_t)ra >> 2) ^ ((uint64_t)sp >> 4)) * 0x9E3779B97F4A7C15ull;
-    mkt_memo *m = &g.memo[(mix >> 52) & (MKT_MEMO_CAP - 1)];
-    if (m->ra == (uintptr_t)ra && m->sp == sp) {
+    /* two ways per set: two paths whose keys share a set (ASLR moves them on every run) both stay memoised;
+     * the way last filled is way 0, a new path evicts way 1 */
+    mkt_memo *set = &g.memo[((mix >> 52) & (MKT_MEMO_CAP / 2 - 1)) * 2];
+    for (int w = 0; w < 2; ++w) {
+        const mkt_memo *m = &set[w];
+        if (m->ra != (uintptr_t)ra || m->sp != sp) continue;
         uint32_t k = 0;
         while (k < m->nslots && *(const uintptr_t *)m->slot[k] == m->value[k]) ++k;
         if (k == m->nslots) {
@@ -506,7 +510,8 @@ static __attribute__((noinline)) uint64_t capture_site(void *ra)
         e.slot[e.nslots] = slot;
         e.value[e.nslots++] = (uintptr_t)u.ip[first + f];
     }
-    *m = e;
+    if (!(set[0].ra == e.ra && set[0].sp == e.sp)) set[1] = set[0]; /* same key, other slots: replace in place */
+    set[0] = e;
     return h;
 }
 
