@@ -10,7 +10,7 @@ PKGS=(
   nlohmann-json3-dev libeigen3-dev libginac-dev
   libopenmpi-dev openmpi-bin
   gfortran
-  libopen-trace-format2-dev
+  libopen-trace-format2-dev libdw-dev
   python3 time
   python3-h5py python3-pandas
   chromium

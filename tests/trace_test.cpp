@@ -995,6 +995,59 @@ TEST_F(TraceTest, CallSitesAreUnwoundOncePerPathAndMemoised) {
   }
 }
 
+// One MPI call, one site in every run (source_sites.hpp): particles.c's step loop holds `if (Px > 1)`, a condition
+// that is fixed for a run, and GCC 12 -O2 compiles the loop twice, so the y-direction migration (line 198) is called
+// from one return address at P = 2 (Px = 1) and from another at P = 4. Keyed by source line, the P = 2 run's
+// MPI_Isend site is one of the P = 4 run's two (x and y), and the two directions (lines 197 and 198) stay two sites.
+// A binary written after the trace (rebuilt: its lines would be another program's) is not read: addresses stay.
+TEST_F(TraceTest, OneSourceCallHasOneSiteInRunsThatTakeOtherCopiesOfTheCode) {
+  const std::string particles = BIN + "/apps/particles";
+  std::map<int, mksim::trace::Run> runs, raw;
+  for (int P : {2, 4}) {
+    const fs::path dir = tmp_ / ("particles" + std::to_string(P));
+    ASSERT_EQ(trace(particles, P, "1024 3", dir, "", "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "), 0)
+        << slurp_text(dir.string() + ".log");
+    runs[P] = mksim::trace::read_run(dir.string(), {.require_complete = true});
+    raw[P] = mksim::trace::read_run(dir.string(), {.require_complete = true, .source_sites = false});
+  }
+  const auto isend_sites = [](const mksim::trace::Run& run) {
+    std::set<std::uint64_t> s;
+    for (const auto& t : run.ranks)
+      for (const auto& e : t.events)
+        if (e.kind == Kind::ISEND) s.insert(e.site);
+    return s;
+  };
+  const auto at2 = isend_sites(runs[2]), at4 = isend_sites(runs[4]);
+  // the premise: by return address, the one source call has another site at P = 2 than at P = 4
+  const auto raw2 = isend_sites(raw[2]), raw4 = isend_sites(raw[4]);
+  ASSERT_EQ(raw2.size(), 1u);
+  ASSERT_FALSE(raw4.count(*raw2.begin())) << "the compiler no longer makes two copies of the step loop";
+  EXPECT_EQ(at2.size(), 1u);
+  EXPECT_EQ(at4.size(), 2u);
+  for (std::uint64_t site : at2) EXPECT_TRUE(at4.count(site)) << "the P = 2 run's MPI_Isend site is not one of P = 4's";
+  // every rank's site table holds exactly the sites its events name, and as many events as before
+  for (int P : {2, 4})
+    for (std::size_t r = 0; r < runs[P].ranks.size(); ++r) {
+      const auto& t = runs[P].ranks[r];
+      ASSERT_EQ(t.events.size(), raw[P].ranks[r].events.size());
+      std::set<std::uint64_t> named;
+      for (const auto& e : t.events)
+        if (e.site) named.insert(e.site);
+      for (std::uint64_t site : named) EXPECT_TRUE(t.sites.count(site)) << "P=" << P << " rank " << r;
+      EXPECT_LE(t.sites.size(), raw[P].ranks[r].sites.size());
+    }
+  // the trace files made older than the binary: the binary was rebuilt since, its line table is not used, and the
+  // P = 2 run's site is its return addresses again, none of P = 4's (libc's frames still resolve where libc has lines)
+  const fs::path dir = tmp_ / "particles2";
+  const auto binary_time = fs::last_write_time(particles);
+  for (int r = 0; r < 2; ++r)
+    fs::last_write_time(dir / ("rank-" + std::to_string(r) + ".mkt"), binary_time - std::chrono::hours(1));
+  const mksim::trace::Run stale = mksim::trace::read_run(dir.string(), {.require_complete = true});
+  const auto stale2 = isend_sites(stale);
+  ASSERT_EQ(stale2.size(), 1u);
+  EXPECT_FALSE(at4.count(*stale2.begin())) << "sites resolved through a binary newer than the trace";
+}
+
 namespace {
 
 // The arguments of event e of a rank, or a failure.

@@ -3,6 +3,8 @@
 // run.json with nlohmann_json. Bytes are decoded explicitly as little-endian.
 #include "skeletons/trace/reader.hpp"
 
+#include "skeletons/trace/source_sites.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -583,6 +585,7 @@ Run read_run(const std::string& dir, const ReadOptions& options) {
     for (const auto& p : run.problems) m += "\n  " + p;
     throw TraceError(dir, TraceError::NO_OFFSET, m);
   }
+  if (options.source_sites) key_sites_by_source(run);
   return run;
 }
 

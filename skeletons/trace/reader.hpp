@@ -13,6 +13,9 @@ namespace mksim::trace {
 /** @brief What read_run accepts. */
 struct ReadOptions {
   bool require_complete = false;  ///< throw (with Run::problems) unless every rank reached MPI_Finalize
+  /// call sites keyed by the source lines of their frames where the binary has a line table (source_sites.hpp),
+  /// so that one call has one site in every run; false: the tracer's return addresses
+  bool source_sites = true;
 };
 
 /** @brief Read run.json and every rank file of a traced run directory; throws TraceError. */
