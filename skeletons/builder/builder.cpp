@@ -635,6 +635,9 @@ std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_sh
     UNode node;
     std::pair<std::size_t, std::size_t> priority;  // (input index, position): first appearance
     std::vector<std::pair<std::size_t, Unit>> loops; // LOOP: (input index, unit) per input
+    // a call of a neighbour list (`optional`): (list's traced site, kind) and its offset's place in the list's order
+    std::pair<std::uint64_t, int> list{0, -1};
+    int list_order = -1;
   };
   std::map<std::pair<std::size_t, std::size_t>, std::size_t> index;  // (identity, class or 0) -> node
   std::vector<Info> nodes;
@@ -651,6 +654,13 @@ std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_sh
         info.node.type = w.units[k].type;
         info.node.key = info.node.type == UNode::Type::CALL ? std::get<1>(base_ids[b]) : 0;
         info.priority = {in, k};
+        if (optional && w.units[k].type == UNode::Type::CALL) {
+          const Call& c = std::get<Call>((*inputs[in].seqs.front())[w.units[k].node].op);
+          if (auto t = optional->find(c.kind == Kind::WAIT ? c.waits_on : c.site); t != optional->end()) {
+            info.list = {t->second.base_site, static_cast<int>(c.kind)};
+            info.list_order = t->second.order;
+          }
+        }
         nodes.push_back(std::move(info));
         succ.emplace_back();
         indegree.push_back(0);
@@ -668,14 +678,22 @@ std::vector<UNode> build_level(const std::vector<ShapeSeqs>& inputs, bool per_sh
       prev = id;
     }
   }
-  // Kahn's algorithm, smallest first appearance first
+  // Kahn's algorithm, smallest first appearance first; among the ready calls of the neighbour list that comes first,
+  // the list's own order of offsets (neighbours.hpp: rank order, or faces, edges, corners). Two offsets that no
+  // traced rank has both (the (-1, +1, 0) and (0, -1, +1) neighbours of a grid two ranks deep in y) are otherwise
+  // ordered by which shape showed them first, and that followed the traces' timing: nblist_app's rank-sorted list
+  // came out exact at P = 27 and 32 or not from one batch of identical traces to the next.
   std::set<std::pair<std::pair<std::size_t, std::size_t>, std::size_t>> ready;
   for (std::size_t i = 0; i < nodes.size(); ++i)
     if (indegree[i] == 0) ready.insert({nodes[i].priority, i});
   std::vector<std::size_t> order;
   while (!ready.empty()) {
-    const std::size_t i = ready.begin()->second;
-    ready.erase(ready.begin());
+    auto pick = ready.begin();
+    if (nodes[pick->second].list_order >= 0)
+      for (auto it = std::next(pick); it != ready.end(); ++it)
+        if (nodes[it->second].list == nodes[pick->second].list && nodes[it->second].list_order < nodes[pick->second].list_order) pick = it;
+    const std::size_t i = pick->second;
+    ready.erase(pick);
     order.push_back(i);
     for (std::size_t j : succ[i])
       if (--indegree[j] == 0) ready.insert({nodes[j].priority, j});
