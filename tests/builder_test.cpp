@@ -432,6 +432,89 @@ TEST(BuilderPool, ALoneNoisyRankIsLeftOutOfItsRunsMeanAnImbalanceEveryRunHasIsNo
   for (int P : {16}) EXPECT_NEAR(compute_at(noisy, P, 200, 1), compute_at(clean, P, 200, 1), 0.05 * compute_at(clean, P, 200, 1)) << P;
 }
 
+// ---- a loop's warm-up (has_warm_up) ----
+
+namespace {
+
+// The ring of ring_run with `steps` a parameter too.
+mksim::trace::Run ring_steps_run(int P, int N, int steps, const std::function<double(int rank, int step)>& work) {
+  return make_run(P, {{"N", N}, {"steps", steps}}, [&](int r, RankWriter& w) {
+    w.call(Kind::INIT, 1, -1, -1, 0, 0);
+    for (int s = 0; s < steps; ++s) {
+      w.call(Kind::SEND, 20, (r + 1) % P, 0, 8, work(r, s));
+      w.call(Kind::RECV, 21, (r + P - 1) % P, 0, 8, 2e-6);
+    }
+    w.call(Kind::FINALIZE, 2);
+  });
+}
+
+std::vector<mksim::trace::Run> ring_steps_runs(const std::function<double(int P, int N, int rank, int step)>& work) {
+  std::vector<mksim::trace::Run> runs;
+  for (int P : {2, 4})
+    for (int N : {100, 200})
+      for (int steps : {10, 20})
+        runs.push_back(ring_steps_run(P, N, steps, [&, P, N, steps](int r, int s) {
+          Jitter j{static_cast<std::uint64_t>(1000 * P + 10 * N + 97 * r + 7 * steps + s)};
+          return work(P, N, r, s) * j.next(1, 0.02);
+        }));
+  return runs;
+}
+
+// A rank's compute, all of it, at a configuration.
+double total_compute(const json& sk, int P, int N, int steps, int rank) {
+  const auto parsed = mksim::skeletons::parse_skeleton(sk.dump(), "built.json");
+  double sum = 0;
+  for (const auto& op : mksim::skeletons::expand_rank(parsed, mksim::skeletons::bind_parameters(parsed, P, {{"N", N}, {"steps", steps}}), rank))
+    if (op.kind == mksim::skeletons::ExpandedOp::Kind::COMPUTE) sum += op.amount;
+  return sum;
+}
+
+}  // namespace
+
+TEST(BuilderWarmUp, AFirstStepManyTimesTheOthersIsOncePerRunBeforeTheLoop) {
+  // 1 ms * N/100/P per step, the first step 40 times that (a first touch of the arrays it writes), 2% noise
+  const auto steady = [](int P, int N) { return 1e-3 * N / 100 / P; };
+  const auto runs = ring_steps_runs([&](int P, int N, int, int s) { return steady(P, N) * (s == 0 ? 40 : 1); });
+  const BuildResult res = build_skeleton(runs);
+  const json& body = res.skeleton.at("body");
+  std::size_t loop = 0;
+  while (loop < body.size() && body[loop].at("op") != "loop") ++loop;
+  ASSERT_LT(loop, body.size()) << body.dump(2);
+  ASSERT_GE(loop, 1u) << body.dump(2);
+  const json& warm = body[loop - 1];
+  ASSERT_EQ(warm.at("op"), "compute") << body.dump(2);
+  ASSERT_TRUE(warm.at("fit").contains("warm_up")) << warm.dump(2);
+  EXPECT_GT(warm.at("fit").at("warm_up").at("share").get<double>(), 0.5) << warm.dump(2);
+  // the step is the steady step, the warm-up what the first step took beyond it
+  const auto parsed = mksim::skeletons::parse_skeleton(res.skeleton.dump(), "built.json");
+  const auto ops = mksim::skeletons::expand_rank(parsed, mksim::skeletons::bind_parameters(parsed, 4, {{"N", 200}, {"steps", 10}}), 1);
+  ASSERT_FALSE(ops.empty());
+  std::vector<double> computes;
+  for (const auto& op : ops)
+    if (op.kind == mksim::skeletons::ExpandedOp::Kind::COMPUTE) computes.push_back(op.amount);
+  ASSERT_GE(computes.size(), 2u);
+  EXPECT_NEAR(computes[0], 39 * steady(4, 200), 0.1 * 39 * steady(4, 200)) << body.dump(2);
+  EXPECT_NEAR(computes[1], steady(4, 200), 0.05 * steady(4, 200)) << body.dump(2);
+  const json c = send_compute(res.skeleton);
+  ASSERT_TRUE(c.contains("seconds")) << body.dump(2);
+  // every rank's compute at step counts never traced: 39 steps' worth once, plus one per step
+  for (int steps : {5, 100, 1000}) {
+    const double want = (39 + steps) * steady(4, 200), got = total_compute(res.skeleton, 4, 200, steps, 2);
+    EXPECT_NEAR(got, want, 0.05 * want) << steps << " steps\n" << body.dump(2);
+  }
+}
+
+TEST(BuilderWarmUp, AHeavyStepEveryTenIsTheLoopsOwn) {
+  // one step in ten takes 20 times the others (a checkpoint): more of them in longer runs, so no warm-up
+  const auto steady = [](int P, int N) { return 1e-3 * N / 100 / P; };
+  const auto runs = ring_steps_runs([&](int P, int N, int, int s) { return steady(P, N) * (s % 10 == 5 ? 20 : 1); });
+  const BuildResult res = build_skeleton(runs);
+  for (const auto& c : blocks_of(res.skeleton, "compute"))
+    EXPECT_FALSE(c.contains("fit") && c.at("fit").contains("warm_up")) << c.dump(2);
+  // the mean per step keeps the heavy step: 2.9 steady steps' worth
+  EXPECT_NEAR(total_compute(res.skeleton, 4, 200, 100, 2), 2.9 * 100 * steady(4, 200), 0.05 * 2.9 * 100 * steady(4, 200));
+}
+
 TEST(BuilderPool, ImbalancedRanksKeepTheirOwnModels) {
   // odd ranks do three times the work of even ranks, in every run: that spread is real
   std::vector<mksim::trace::Run> runs;

@@ -905,6 +905,10 @@ void show_body(const nlohmann::json& body, int depth, std::ostream& out) {
         if (v.contains("max_rel_error")) out << "  (" << k << " fit: max error " << v["max_rel_error"].dump() << ")";
         if (v.contains("guard")) out << "  (" << k << " held in its domain: " << v["guard"].get<std::string>() << ")";
         if (k == "pool") out << "  (" << describe_pool(v) << ")";
+        if (k == "warm_up" && v.contains("share") && v["share"].is_number())  // once per run: the loop after it's first steps
+          out << "  (warm-up of the loop after it: its first iterations beyond " << v.value("ratio", 3.0) << "x the others' median at "
+              << v.value("with_warm_up", 0) << " of " << v.value("gaps", 0) << " rank(s), " << 100 * v["share"].get<double>()
+              << "% of that gap's time)";
         for (const auto* f : {&v, v.contains("then") ? &v["then"] : nullptr, v.contains("else") ? &v["else"] : nullptr})
           if (f && f->is_object() && f->contains("trimmed_runs"))
             out << "  (runs left out as outliers: " << (*f)["trimmed_runs"].size() << ")";
