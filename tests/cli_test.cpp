@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <cstdlib>
 #include <sstream>
 
@@ -215,7 +216,21 @@ TEST(Cli, InterruptStopsALongReplayAndWritesNothing) {
             "steps=1000000000", "-o", out.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  ::sleep(2);  // let it load and replay for a while
+  // let it load and replay for a while: 2 s of its CPU time (the handler is installed when the replay starts; on a
+  // loaded machine, under ASan, 2 s of wall time were sometimes still the loading, and SIGINT killed it there)
+  const auto cpu_seconds = [pid] {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const std::size_t close = text.rfind(')');
+    if (close == std::string::npos) return 0.0;
+    std::istringstream fields(text.substr(close + 2));
+    std::string field;
+    double ticks = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i)
+      if (i == 14 || i == 15) ticks += std::stod(field);  // utime, stime
+    return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  };
+  for (int waited_ms = 0; cpu_seconds() < 2.0 && waited_ms < 120000; waited_ms += 50) ::usleep(50000);
   ::kill(pid, SIGINT);
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
