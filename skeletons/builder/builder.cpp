@@ -2339,13 +2339,6 @@ class Builder {
     double excess = 0;       // what the warm-up durations took beyond the median
     double high = 0;         // how many durations are warm-up
   };
-  // Whether an expression's text names a variable (as a whole word).
-  static bool mentions(const std::string& text, const std::string& name) {
-    const auto word = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
-    for (std::size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1))
-      if ((at == 0 || !word(text[at - 1])) && (at + name.size() == text.size() || !word(text[at + name.size()]))) return true;
-    return false;
-  }
   static WarmUp warm_up_of(const Compute& c) {
     WarmUp w;
     w.steady_mean = c.seconds.mean();
@@ -2862,12 +2855,12 @@ class Builder {
       // held fixed in its samples (with step counts 10 and 20 traced, log2(steps)^2/steps^(3/4) is as flat as a
       // constant and noise chose it), unless that leaves too few distinct runs for any model but the mean (atm2d's
       // N = 1,024 at 20 and 30 steps: three sizes, where a model of two terms needs four runs) and all of them give one
-      const std::string count_text = expr_text(block["count"]);
+      const std::optional<Feature> count_feature = feature_of(expr_text(block["count"]));
       for (std::size_t w = 0; w < warm_ups.size(); ++w) {
         auto& [child, warm] = warm_ups[w];
         std::vector<Sample> held = warm;
-        for (const std::string& name : variable_names()) {
-          if (name == "rank" || name == "P" || !mentions(count_text, name)) continue;
+        for (const std::string& name : count_feature ? count_feature->uses() : std::vector<std::string>{}) {
+          if (name == "rank" || name == "P") continue;
           for (Sample& x : held)
             if (x.vars.count(name)) x.vars[name] = held.front().vars.at(name);
         }
