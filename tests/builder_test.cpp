@@ -764,6 +764,54 @@ TEST(BuilderCompute, ATooSteepModelIsRefittedWithoutTermsThatGrowWithP) {
   EXPECT_LE(seconds(1024, 100), 64 * seconds(16, 100)) << text;
 }
 
+// A gap that is bimodal over the runs: ATM2D's free() before MPI_Finalize, measured by mktrace in one batch of the
+// demo's runs (us, per rank): 25 us while a rank's arrays are below malloc's mmap threshold (P = 8 and 16 at N = 256),
+// 0.3-2.5 ms above it. The cross-validated error, relative to the measured value, let a model exact at the small runs
+// win whatever it did at the large ones: 2.76e-15*N^3*log2(N)^2*steps^2, 7.4 ms at N = 1,024 and P = 128 (where the
+// arrays are small again), half the demo's predicted time (issue 17). Against the runs' means, with an error that
+// counts over- and under-prediction alike, that model misses by 0.45 and the plain mean by 0.49: the mean is kept.
+TEST(BuilderCompute, ABimodalGapKeepsItsMean) {
+  struct Measured {
+    int P, N, steps;
+    std::vector<double> us;
+  };
+  const std::vector<Measured> runs_us = {
+      {2, 256, 5, {676, 668}},
+      {2, 512, 5, {1835, 2473}},
+      {4, 256, 5, {367, 391, 683, 547}},
+      {4, 256, 8, {395, 715, 297, 452}},
+      {4, 512, 5, {763, 903, 846, 846}},
+      {8, 256, 5, {34, 25, 25, 25, 24, 25, 24, 34}},
+      {8, 512, 5, {564, 486, 613, 907, 454, 837, 869, 730}},
+      {16, 256, 5, {41, 25, 26, 27, 23, 26, 27, 24, 13, 29, 24, 31, 25, 52, 28, 24}},
+      {16, 512, 5, {537, 513, 535, 382, 603, 602, 443, 528, 348, 577, 322, 642, 613, 418, 588, 619}}};
+  std::vector<mksim::trace::Run> runs;
+  double largest = 0;
+  for (const Measured& m : runs_us) {
+    for (double us : m.us) largest = std::max(largest, 1e-6 * us);
+    runs.push_back(make_run(m.P, {{"N", m.N}, {"steps", m.steps}}, [&m](int r, RankWriter& w) {
+      Jitter j{static_cast<std::uint64_t>(7919 * m.P + 31 * m.N + 3 * m.steps + r)};
+      w.call(Kind::INIT, 1, -1, -1, 0, 0);
+      for (int s = 0; s < m.steps; ++s) w.call(Kind::ALLREDUCE, 20, -1, -1, 8, j.next(2e-8 * m.N * m.N / m.P, 0.02));
+      w.call(Kind::FINALIZE, 2, -1, -1, 0, 1e-6 * m.us[static_cast<std::size_t>(r)]);
+    }));
+  }
+  const BuildResult res = build_skeleton(runs);
+  const std::string text = res.skeleton.dump(2);
+  const json& body = res.skeleton.at("body");
+  ASSERT_FALSE(body.empty()) << text;
+  const json& last = body.back();
+  ASSERT_EQ(last.at("op"), "compute") << text;
+  const auto sk = mksim::skeletons::parse_skeleton(text, "bimodal.json");
+  double tail = -1;
+  for (const auto& op : mksim::skeletons::expand_rank(sk, mksim::skeletons::bind_parameters(sk, 128, {{"N", 1024}, {"steps", 5}}), 0))
+    if (op.kind == mksim::skeletons::ExpandedOp::Kind::COMPUTE) tail = op.amount;
+  EXPECT_GE(tail, 0) << text;
+  EXPECT_LE(tail, largest) << last.dump(2);
+  // the steps' compute, a clean law, is still N^2/P
+  EXPECT_NE(text.find("N^2/P"), std::string::npos) << text;
+}
+
 // Runs with more ranks than the host's cores (run.json `cores`) time-slice their ranks, so a measured time that
 // grows with P there is not the program's: a compute of 2e-6 N / P plus 1e-6 P (what slicing adds) is fitted
 // again with no term that grows with P, and one warning says so for every such block. Without `cores` (unknown),
