@@ -504,6 +504,36 @@ TEST(BuilderWarmUp, AFirstStepManyTimesTheOthersIsOncePerRunBeforeTheLoop) {
   }
 }
 
+// The demo's runs (issue 17): 5 steps, one run of 8; the first step takes 30 times the others at every rank, the
+// second too at even ranks only, and one rank of the run of 8 has one step slowed 5 times by the machine. The warm-up
+// is still peeled: runs of 8 steps have no more warm-up steps than runs of 5 (each group's median, where a sort of
+// all gaps put the even ranks' two warm-up steps in the upper half), and one rank's spike is no periodic heavy step.
+TEST(BuilderWarmUp, TwoWarmUpStepsAtSomeRanksAndOneSpikeAreStillAWarmUp) {
+  const auto steady = [](int P, int N) { return 1e-3 * N / 100 / P; };
+  std::vector<mksim::trace::Run> runs;
+  for (auto [P, N, steps] : {std::tuple{2, 100, 5}, {2, 200, 5}, {4, 100, 5}, {4, 200, 5}, {4, 100, 8}})
+    runs.push_back(ring_steps_run(P, N, steps, [&, P = P, N = N, steps = steps](int r, int s) {
+      Jitter j{static_cast<std::uint64_t>(1000 * P + 10 * N + 97 * r + 7 * steps + s)};
+      const double warm = s == 0 || (s == 1 && r % 2 == 0) ? 30 : 1;
+      const double spike = steps == 8 && r == 3 && s == 6 ? 5 : 1;
+      return steady(P, N) * warm * spike * j.next(1, 0.02);
+    }));
+  const BuildResult res = build_skeleton(runs);
+  const json& body = res.skeleton.at("body");
+  std::size_t loop = 0;
+  while (loop < body.size() && body[loop].at("op") != "loop") ++loop;
+  ASSERT_LT(loop, body.size()) << body.dump(2);
+  ASSERT_GE(loop, 1u) << body.dump(2);
+  const json& warm = body[loop - 1];
+  ASSERT_EQ(warm.at("op"), "compute") << body.dump(2);
+  ASSERT_TRUE(warm.at("fit").contains("warm_up")) << body.dump(2);
+  // at 100 steps, never traced: the ranks' mean is 43.5 steady steps of warm-up plus one per step
+  double sum = 0;
+  for (int r = 0; r < 4; ++r) sum += total_compute(res.skeleton, 4, 200, 100, r);
+  const double want = (43.5 + 100) * steady(4, 200);
+  EXPECT_NEAR(sum / 4, want, 0.1 * want) << body.dump(2);
+}
+
 TEST(BuilderWarmUp, AHeavyStepEveryTenIsTheLoopsOwn) {
   // one step in ten takes 20 times the others (a checkpoint): more of them in longer runs, so no warm-up
   const auto steady = [](int P, int N) { return 1e-3 * N / 100 / P; };

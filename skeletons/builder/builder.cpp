@@ -2421,13 +2421,13 @@ class Builder {
   }
 
   // Whether the gap before `u`, a node of an outermost loop's body run by all of that loop's ranks, has a warm-up to
-  // peel: every rank of every run has a median (3 durations after the first), none more than WARM_UP_MAX_HIGH warm-up
-  // durations and not more in runs of more iterations than in runs of fewer (a heavy step every k iterations is the
-  // program's steady state), at least half of them some, and the warm-ups take at least WARM_UP_MIN_SHARE of the
-  // gap's time. Then its samples of once-per-run work (0 where a rank has none) in `warm`.
+  // peel: every rank of every run has a median (3 durations after the first), at most a tenth of them more than
+  // WARM_UP_MAX_HIGH warm-up durations, typically not more in runs of more iterations than in runs of fewer (a heavy
+  // step every k iterations is the program's steady state), at least half of them some, and the warm-ups take at
+  // least WARM_UP_MIN_SHARE of the gap's time. Then its samples of once-per-run work (0 where a rank has none) in `warm`.
   bool has_warm_up(const UNode& u, std::vector<Sample>& warm, nlohmann::json& evidence) const {
     double total = 0, excess = 0;
-    std::size_t gaps = 0, with = 0;
+    std::size_t gaps = 0, with = 0, heavy = 0;  // heavy: gaps with more than WARM_UP_MAX_HIGH warm-up durations
     std::vector<std::pair<double, double>> n_high;  // (durations, warm-up durations) per gap
     warm.clear();
     for (const Occ& o : u.occ)
@@ -2438,7 +2438,8 @@ class Builder {
         if (g) {
           const Compute& c = std::get<Compute>(g->op);
           const WarmUp w = warm_up_of(c);
-          if (!w.judged || w.high > static_cast<double>(WARM_UP_MAX_HIGH) + 0.5) return false;
+          if (!w.judged) return false;
+          if (w.high > static_cast<double>(WARM_UP_MAX_HIGH) + 0.5) ++heavy;
           ++gaps;
           total += c.seconds.sum;
           excess += w.excess;
@@ -2448,17 +2449,22 @@ class Builder {
         }
         warm.push_back({vars_of(m), e, m.run->name});
       }
-    if (gaps == 0 || 2 * with < gaps || !(excess >= WARM_UP_MIN_SHARE * total) ||
+    // (a lone rank's step slowed once more by the machine is no periodic heavy step: the demo's warm-up was kept in
+    // its steps, 3-5 times their law, when one rank of 64 had one such step)
+    if (gaps == 0 || 10 * heavy > gaps || 2 * with < gaps || !(excess >= WARM_UP_MIN_SHARE * total) ||
         !(excess >= WARM_UP_MIN_S * static_cast<double>(with)))
       return false;
-    std::sort(n_high.begin(), n_high.end());
-    double low_n = 0, high_n = 0;
-    const std::size_t half = n_high.size() / 2;
-    for (std::size_t i = 0; i < half; ++i) {
-      low_n += n_high[i].second;
-      high_n += n_high[n_high.size() - 1 - i].second;
-    }
-    if (n_high.front().first < n_high.back().first && high_n > low_n + 0.5 * static_cast<double>(half)) return false;
+    // (grouped by the number of durations, each group's median: sorting the pairs put the gaps with two warm-up
+    // durations of runs of as many iterations into the upper half, and ATM2D's two-step warm-up, at every rank of the
+    // demo's runs of 5 steps and of its one run of 8, was read as growing with the iterations; a mean let one rank's
+    // spike decide)
+    std::map<double, std::vector<double>> by_n;  // durations -> warm-up durations of each gap
+    for (const auto& [n, high] : n_high) by_n[n].push_back(high);
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    };
+    if (by_n.size() > 1 && median(by_n.rbegin()->second) > median(by_n.begin()->second) + 0.5) return false;
     evidence = {{"ratio", WARM_UP_RATIO}, {"gaps", gaps}, {"with_warm_up", with}, {"share", std::round(1e4 * excess / total) / 1e4}};
     return true;
   }
