@@ -2118,10 +2118,15 @@ class Builder {
           far["P"] = P * k;
           const double allowed = k == 8 ? max_growth_8p : 1.5 * k * std::log2(P * k) / std::log2(std::max(P, 2.0));
           if (!(model.eval(far) <= allowed * here)) return true;
-          // nor may it fall to zero: a term growing with P subtracted from a duration (noise between the gaps
-          // of a few runs, 0.00065 - 9.6e-07*P^2 in a loop's warm-up) takes all of it away at the predicted P
-          if (!(model.eval(far) > 0)) return true;
         }
+        // nor may it fall to zero by a term growing with P subtracted from the duration (noise between the gaps of a
+        // few runs: 0.00065 - 9.6e-07*P^2 or 0.00063 - 6.6e-05*log2(P) in a loop's warm-up take all of it away at the
+        // predicted P). Told from a law that ends at zero (1e-05*N/P - 3.6e-06, near its asymptote long before) by
+        // its fall from 512 to 4,096 times P: a tenth of its fall from 1 to 8 times P, or more
+        Vars v = x.vars;
+        auto at = [&](double k) { return v["P"] = P * k, model.eval(v); };
+        const double at8 = at(8), at512 = at(512), at4096 = at(4096);
+        if (!(at4096 > 0) && !(at512 - at4096 < 0.1 * std::max(0.0, here - at8))) return true;
       }
       return false;
     };
