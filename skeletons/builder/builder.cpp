@@ -2198,8 +2198,8 @@ class Builder {
       if (const auto [model_err, mean_err] = symmetric_run_errors(samples, f.expr, names); model_err > SYMMETRIC_SHARE * mean_err) {
         rejected.push_back(f.expr);
         if (rejected_cv < 0) rejected_cv = f.cv_rel_error;
-        why_mean = "misses the runs' means by " + fmt_number(model_err) + " on average, against " +
-                                      fmt_number(mean_err) + " for their plain mean (error relative to the larger)";
+        why_mean = "misses the runs' means by " + fmt_number(model_err) + " on average, against " + fmt_number(mean_err) +
+                   " for their plain mean (error relative to the larger)";
         break;
       }
       keep(f);
