@@ -174,6 +174,25 @@ TEST(Regress, RingPeerWithATwoRankRunIsTheSimplestOffset) {
   EXPECT_EQ(eval(f.expr, {{"P", 16}, {"N", 64}, {"K", 1}, {"rank", 0}}), 15);
 }
 
+// The south neighbour of a 2-D periodic grid of Px = 2^floor(log2(P)/2) columns, (rank - Px) % P, at P = 4, 8, 16:
+// at P = 4 the offsets +2 and -2 are the same rank, and (-P/2, P/2] reads +2, -2, -4, which 32/P - 6 reproduces
+// (rank - 5 at P = 32) as simply by factors as -2^floor(log2(P)/2), with one term more. Fewer terms win.
+TEST(Regress, GridColumnPeerWithAFourRankRunIsTheGridSide) {
+  std::vector<Sample> samples;
+  for (double P : {4, 8, 16}) {
+    const double px = std::pow(2, std::floor(std::log2(P) / 2));
+    for (double r = 0; r < P; ++r)
+      samples.push_back({{{"P", P}, {"N", 64}, {"K", 1}, {"rank", r}}, std::fmod(r + P - px, P), "p" + std::to_string(int(P))});
+  }
+  FitOptions o;
+  o.integer = true;
+  o.allow_rank = true;
+  const Fit f = fit_quantity(samples, PARAMS, o);
+  EXPECT_TRUE(f.exact) << f.expr;
+  EXPECT_EQ(eval(f.expr, {{"P", 32}, {"N", 64}, {"K", 1}, {"rank", 0}}), 28) << f.expr;
+  EXPECT_EQ(eval(f.expr, {{"P", 1024}, {"N", 64}, {"K", 1}, {"rank", 0}}), 992) << f.expr;
+}
+
 TEST(Regress, LoopCountNOverK) {
   std::vector<Sample> samples;
   for (double P : {2, 4})

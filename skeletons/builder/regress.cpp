@@ -1502,7 +1502,11 @@ std::optional<Outcome> fit_exact_modular(const Data& d, const Probes& pr, const 
     const ExactSpace sp = exact_space(dd, pr, false);
     std::vector<ExactModel> models = exact_models(dd, sp, o.max_terms);
     if (models.empty()) continue;
-    const double complexity = static_cast<double>(models.front().complexity());
+    // fewer factors, then fewer terms: at P = 4 the offsets +2 and -2 are the same rank, and (-P/2, P/2] turns a
+    // column's -2^floor(log2(P)/2) (P = 4, 8, 16) into 32/P - 6, as simple by factors, one term more, and
+    // rank - 5 at P = 32
+    const double complexity =
+        static_cast<double>(models.front().complexity()) + static_cast<double>(models.front().cols.size()) / 16;
     if (best && complexity >= best_complexity) continue;
     auto wrap = [&](Candidate& c) {
       const bool minus = c.text.size() > 1 && c.text[0] == '-' && !has_sum(c.text.substr(1));
