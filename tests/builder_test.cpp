@@ -625,6 +625,83 @@ TEST(BuilderPool, SizesFoldedAsStatisticsStayInTheirDomain) {
         }
 }
 
+// ---- a time-step loop cut at a point-to-point call (steps.hpp), its migrations data (issue 17) ----
+
+namespace {
+
+// A 1-D particle ring: each step exchanges counts with both neighbours (the step's first call, site 30), then sends
+// the particles that left to the right neighbour when some did (the rank's coin for that step: rank 0 always, the
+// others in about 60% of the steps), receives the left neighbour's when it sent, waits for its send, and reduces
+// every tenth step. No allreduce every step: the loop is found at the count exchange.
+bool leaves(int r, int s) {
+  std::uint32_t h = static_cast<std::uint32_t>(r + 1) * 73856093u ^ static_cast<std::uint32_t>(s + 1) * 19349663u;
+  h ^= h >> 13;
+  h *= 0x5bd1e995u;
+  h ^= h >> 15;
+  return r == 0 || h % 10 < 6;
+}
+
+mksim::trace::Run particle_ring(int P, int steps) {
+  return make_run(P, {{"S", steps}}, [P, steps](int r, RankWriter& w) {
+    w.call(Kind::INIT, 1, -1, -1, 0, 0);
+    const int right = (r + 1) % P, left = (r + P - 1) % P;
+    for (int s = 0; s < steps; ++s) {
+      w.call(Kind::SEND, 30, right, 1, 8);
+      w.call(Kind::RECV, 31, left, 1, 8);
+      std::vector<std::uint32_t> req;
+      if (leaves(r, s)) req.push_back(w.isend(right, 3, 16 * (3 + (r + s) % 5), 32));
+      if (leaves(left, s)) w.call(Kind::RECV, 33, left, 3, 16 * (3 + (left + s) % 5));
+      if (!req.empty()) w.waitall(req, 34);
+      if (s % 10 == 9) w.call(Kind::ALLREDUCE, 35, -1, -1, 8);
+    }
+    w.call(Kind::FINALIZE, 2);
+  });
+}
+
+}  // namespace
+
+TEST(BuilderSteps, MigrationsThatDataDecideFoldIntoOneStepLoopWhoseBranchesPair) {
+  auto build = [](int steps) {
+    std::vector<mksim::trace::Run> runs;
+    for (int P : {2, 4, 8}) runs.push_back(particle_ring(P, steps));
+    return build_skeleton(runs);
+  };
+  const BuildResult res = build(40), longer = build(400);
+  EXPECT_TRUE(res.matching.empty()) << res.matching.front();
+  EXPECT_TRUE(std::any_of(res.warnings.begin(), res.warnings.end(), [](const std::string& w) {
+    return w.find("point-to-point site") != std::string::npos;
+  })) << res.skeleton.dump(1);
+  // one loop over the steps: ten times the steps, the same skeleton but its counts
+  EXPECT_EQ(blocks_of(res.skeleton, "if").size(), blocks_of(longer.skeleton, "if").size());
+  EXPECT_EQ(blocks_of(res.skeleton, "isend").size(), 1u) << res.skeleton.dump(1);
+  EXPECT_EQ(blocks_of(res.skeleton, "loop").size(), blocks_of(longer.skeleton, "loop").size());
+  EXPECT_EQ(blocks_of(res.skeleton, "recv").size(), blocks_of(longer.skeleton, "recv").size());
+  // the send's branch and its receive's toss one coin (the sender's), and the wait runs every step
+  std::string send_coin, recv_coin;
+  for (const json& b : blocks_of(res.skeleton, "if")) {
+    if (!b.contains("then") || b.at("then").empty()) continue;
+    for (const json& c : b.at("then")) {
+      if (c.value("op", "") == "isend") send_coin = b.value("coin", "");
+      if (c.value("op", "") == "recv" && (c.at("tag") == json(3) || c.at("tag") == json("3"))) recv_coin = b.value("coin", "");
+      EXPECT_NE(c.value("op", ""), "waitall") << "a step's waitall is not a branch";
+    }
+  }
+  EXPECT_FALSE(send_coin.empty()) << res.skeleton.dump(1);
+  EXPECT_EQ(send_coin, recv_coin);
+  // at an untraced P, every rank's messages pair (no rank waits for a migration its neighbour did not draw), and
+  // the sends per rank are about what the program sends: 40 counts and 40 * 0.6 migrations (rank 0: 40)
+  const auto parsed = mksim::skeletons::parse_skeleton(res.skeleton.dump(), "built.json");
+  const int P = 16;
+  std::size_t migrations = 0, expected = 40;
+  for (int r = 0; r < P; ++r) {
+    for (const auto& op : mksim::skeletons::expand_rank(parsed, mksim::skeletons::bind_parameters(parsed, P, {{"S", 40}}), r))
+      if (op.kind == mksim::skeletons::ExpandedOp::Kind::ISEND) ++migrations;
+    if (r > 0)
+      for (int s = 0; s < 40; ++s) expected += leaves(r, s) ? 1 : 0;
+  }
+  EXPECT_NEAR(static_cast<double>(migrations), static_cast<double>(expected), 0.15 * static_cast<double>(expected));
+}
+
 // ---- a real annotated program, traced with OpenMPI ----
 
 namespace {

@@ -809,6 +809,7 @@ class Builder {
       uses_v2_ = false;
       last_request_phase_.clear();
       send_sizes_.clear();
+      send_sizes_by_tag_.clear();
     };
     try {
       try {
@@ -827,7 +828,6 @@ class Builder {
       allow_prob_sets_ = true;
       body = emit_program(inputs, false, shared);
     }
-    pair_receive_sizes(body);
 
     nlohmann::json sk;
     sk["format"] = "mksim-skeleton";
@@ -1060,6 +1060,7 @@ class Builder {
     if (std::getenv("MKSKEL_DEBUG")) dump(program, 0);
     branches_.clear();
     nlohmann::json body = emit_list(program, std::vector<bool>(members_.size(), true), "/body");
+    pair_receive_sizes(body);  // first: a send's branch and its receive's pair by equal sizes (pair_coins)
     pair_coins(body, "/body");
     return body;
   }
@@ -1097,14 +1098,15 @@ class Builder {
   }
 
   // The value of a skeleton expression of P, rank and the run's parameters; NaN when it uses anything else.
-  double eval_at(const std::string& text, const RunInfo& run, int rank) const {
+  double eval_at(const std::string& text, const RunInfo& run, int rank) const { return eval_at(text, run.P, run.vars, rank); }
+  double eval_at(const std::string& text, int P, const Vars& vars, int rank) const {
     SymbolTable names;
     std::vector<double> frame;
     names.add("P");
-    frame.push_back(run.P);
+    frame.push_back(P);
     names.add("rank");
     frame.push_back(rank);
-    for (const auto& [k, v] : run.vars)
+    for (const auto& [k, v] : vars)
       if (k != "P" && k != "rank") {
         names.add(k);
         frame.push_back(v);
@@ -1114,6 +1116,35 @@ class Builder {
     } catch (const std::exception&) {
       return std::nan("");
     }
+  }
+
+  // The axis a point-to-point peer moves along by one step, for face_size: a Cartesian neighbour's
+  // (cart_neighbour_side), else one of the builder's own power-of-two grid (GRID_PX x GRID_PY, found from who
+  // talks to whom: a particle code's halo), when the peer is the next or previous rank along x (in its row,
+  // periodic) or along y (rank + Px or rank - Px, periodic) at every rank of P = 64 and 128.
+  std::pair<std::string, int> neighbour_side(const nlohmann::json& peer) const {
+    if (!peer.is_string()) return {};
+    const std::string text = peer.get<std::string>();
+    std::pair<std::string, int> side = cart_neighbour_side(text, topo_->lets());
+    if (!side.first.empty() || runs_.empty()) return side;
+    bool x = true, y = true;
+    for (const int P : {64, 128}) {
+      int px = 1;
+      while (px * px * 4 <= P) px *= 2;
+      for (int r = 0; r < P && (x || y); ++r) {
+        const double v = eval_at(text, P, runs_.front().vars, r);
+        if (!(v >= 0 && v < P) || v != std::floor(v)) return {};
+        const int q = static_cast<int>(v);
+        const bool row = q / px == r / px;
+        const int dx = (q % px - r % px + px) % px;
+        x = x && row && (dx == 1 || dx == px - 1);
+        const int dy = ((q - r) % P + P) % P;
+        y = y && q % px == r % px && (dy == px || dy == P - px);
+      }
+    }
+    if (x) return {GRID_PX, 2};
+    if (y) return {GRID_PY, 2};
+    return {};
   }
 
   static std::string expr_text(const nlohmann::json& j) { return j.is_string() ? j.get<std::string>() : j.dump(); }
@@ -1160,6 +1191,9 @@ class Builder {
   // at every P. Only for world ranks (a peer on a communicator is not a world rank) and sender expressions of
   // rank, P and the parameters alone.
   std::map<std::uint64_t, std::set<std::string>> send_sizes_;  // send site -> size texts written (JSON)
+  /// (send site, tag text) -> size texts written (JSON): one site that sends with two tags (each direction of a
+  /// particle migration from one loop over the two neighbours) pairs its receives by tag
+  std::map<std::pair<std::uint64_t, std::string>, std::set<std::string>> send_sizes_by_tag_;
   std::pair<std::string, int> face_;  // while a p2p size is fitted: the side of its Cartesian axis and the grid's dimensions (face_size)
 
   std::map<std::uint64_t, std::uint64_t> receive_partners() const {
@@ -1238,9 +1272,12 @@ class Builder {
         if (h->second.size() != 1) continue;
         text = h->second.front();
       } else {
-        auto s = send_sizes_.find(p->second);
-        if (s == send_sizes_.end() || s->second.size() != 1) continue;
-        text = expr_text(nlohmann::json::parse(*s->second.begin()));
+        const std::set<std::string>* sizes = nullptr;
+        if (auto s = send_sizes_.find(p->second); s != send_sizes_.end()) sizes = &s->second;
+        if (sizes && sizes->size() > 1 && b.contains("tag"))  // one site, one size per tag
+          if (auto t = send_sizes_by_tag_.find({p->second, b["tag"].dump()}); t != send_sizes_by_tag_.end()) sizes = &t->second;
+        if (!sizes || sizes->size() != 1) continue;
+        text = expr_text(nlohmann::json::parse(*sizes->begin()));
       }
       if (!of_rank_p_params(text)) continue;
       b["size"] = at_rank(text, expr_text(b["peer"]));
@@ -3660,7 +3697,7 @@ class Builder {
           return fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer",
                                recv ? Topology::Shift::pairs_recv : Topology::Shift::pairs_send); }));
       }
-      face_ = b["peer"].is_string() ? cart_neighbour_side(b["peer"].get<std::string>(), topo_->lets()) : std::pair<std::string, int>{};
+      face_ = neighbour_side(b["peer"]);
       b["size"] = with_iterations(u, decl, "size", at, fits, [&] { return fit_call_int(u, bytes_of, at, fits, "size"); });
       face_ = {};
       if (c.kind == Kind::RECV || c.kind == Kind::IRECV) b["_recv_site"] = c.site;
@@ -3668,6 +3705,7 @@ class Builder {
       note_size_spread(u, false, fits);
       b["tag"] = c.tag == trace::ANY ? nlohmann::json("any") : nlohmann::json(with_iterations(u, decl, "tag", at, fits, [&] {
         return fit_call_int(u, tag_of, at, fits, "tag"); }));
+      if (!(c.kind == Kind::RECV || c.kind == Kind::IRECV)) send_sizes_by_tag_[{c.site, b["tag"].dump()}].insert(b["size"].dump());
       if ((c.kind == Kind::ISEND || c.kind == Kind::ISSEND || c.kind == Kind::IRECV) && request_names_.count(c.site))
         b["req"] = request_names_.at(c.site);
       finish(std::move(b));
@@ -3679,19 +3717,20 @@ class Builder {
       // on periodic sides too short to tell +1 from -1: a shift's send goes against the last Sendrecv's send, its
       // receive against its send (Topology::Shift)
       s["peer"] = fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer", Topology::Shift::against_last_send);
-      face_ = s["peer"].is_string() ? cart_neighbour_side(s["peer"].get<std::string>(), topo_->lets()) : std::pair<std::string, int>{};
+      face_ = neighbour_side(s["peer"]);
       s["size"] = fit_call_int(u, bytes_of, at, fits, "size");
       face_ = {};
       send_sizes_[c.site].insert(s["size"].dump());
       s["_send_site"] = c.site;
       note_size_spread(u, false, fits);
       s["tag"] = fit_call_int(u, tag_of, at, fits, "tag");
+      send_sizes_by_tag_[{c.site, s["tag"].dump()}].insert(s["size"].dump());
       finish(std::move(s));
       nlohmann::json r = {{"op", "irecv"}, {"req", req + "r"}};
       r["peer"] = c.peer2 == trace::ANY ? nlohmann::json("any")
                                         : nlohmann::json(fit_comm_rank(u, std::max(decl, 0), [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).peer2); }, at, fits, "peer",
                                                                        Topology::Shift::against_last));
-      face_ = r["peer"].is_string() ? cart_neighbour_side(r["peer"].get<std::string>(), topo_->lets()) : std::pair<std::string, int>{};
+      face_ = neighbour_side(r["peer"]);
       r["size"] = fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes2); }, at, fits, "size");
       face_ = {};
       r["_recv_site"] = c.site;
@@ -3874,6 +3913,7 @@ BuildResult build_skeleton(const std::vector<trace::Run>& given, const BuildOpti
       fo.vary_sizes = fo.vary_sizes || sizes.vary;
       const StepsChoice steps = choose_step_site(runs, folded, fo);
       if (!steps.note.empty()) region_warnings.push_back(steps.note);
+      if (!steps.note.empty() && !steps.collective) sizes.vary = true;  // folded with sizes as statistics
     }
     neighbour_lists = tag_neighbour_lists(ps, folded);
     // runs of calls over consecutive ranks (a root's sends to every rank)

@@ -395,21 +395,35 @@ bool units_same(const Units& a, const Units& b) {
   return true;
 }
 
-// The shortest common supersequence of a and b (units by `same`), a's units first where both orders are possible.
-Units supersequence(const Units& a, const Units& b) {
+// The (kind, site, tag) of a unit's call (FoldOptions::step_optional); kind -1 for a unit with no call at its end.
+std::tuple<int, std::uint64_t, std::int32_t> unit_key(const Seq& unit) {
+  const auto* c = unit.empty() ? nullptr : std::get_if<Call>(&unit.back().op);
+  if (!c) return {-1, 0, 0};
+  return {static_cast<int>(c->kind), c->site, c->tag};
+}
+
+// The shortest common supersequence of a and b (units by `same`), a's units first where both orders are possible;
+// with `order` (FoldOptions::step_order), the unit the program calls first.
+Units supersequence(const Units& a, const Units& b,
+                    const std::map<std::tuple<int, std::uint64_t, std::int32_t>, std::size_t>* order = nullptr) {
   const std::size_t n = a.size(), m = b.size();
   std::vector<std::size_t> L((n + 1) * (m + 1), 0);  // L[i][j]: longest common subsequence of a[i..], b[j..]
   auto at = [&](std::size_t i, std::size_t j) -> std::size_t& { return L[i * (m + 1) + j]; };
   for (std::size_t i = n; i-- > 0;)
     for (std::size_t j = m; j-- > 0;)
       at(i, j) = seq_same(a[i], b[j]) ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
+  auto b_first = [&](const Seq& x, const Seq& y) {
+    if (!order) return false;
+    const auto ox = order->find(unit_key(x)), oy = order->find(unit_key(y));
+    return ox != order->end() && oy != order->end() && oy->second < ox->second;
+  };
   Units out;
   std::size_t i = 0, j = 0;
   while (i < n && j < m) {
     if (seq_same(a[i], b[j])) {
       out.push_back(a[i++]);
       ++j;
-    } else if (at(i + 1, j) >= at(i, j + 1)) {
+    } else if (at(i + 1, j) > at(i, j + 1) || (at(i + 1, j) == at(i, j + 1) && !b_first(a[i], b[j]))) {
       out.push_back(a[i++]);
     } else {
       out.push_back(b[j++]);
@@ -507,7 +521,9 @@ bool index_annotated_loop(Seq& s, std::size_t first, std::size_t b, std::int32_t
 
 // One annotated loop's nodes s[a + 1, b) (between its LOOP_BEGIN and LOOP_END) as one loop with branches,
 // when its iterations differ by parts that some of them skip; false (s unchanged) otherwise.
-bool branch_annotated_loop(Seq& s, std::size_t a, std::size_t b, std::int32_t tag) {
+bool branch_annotated_loop(Seq& s, std::size_t a, std::size_t b, std::int32_t tag, const FoldOptions& options) {
+  // a time-step loop cut at a point-to-point call (FoldOptions::step_data)
+  const bool data = options.step_data && tag == STEP_LOOP_TAG;
   std::size_t first = a + 1;  // nodes before the first iteration stay where they are
   while (first < b && !is_iter(s[first], tag) && !std::holds_alternative<Loop>(s[first].op) &&
          !(first + 1 < b && std::holds_alternative<Compute>(s[first].op) && is_iter(s[first + 1], tag)))
@@ -539,6 +555,13 @@ bool branch_annotated_loop(Seq& s, std::size_t a, std::size_t b, std::int32_t ta
           std::equal(u.begin(), u.end(), last.begin(), [](const Seq& x, const Seq& y) { return seq_same(x, y); }))
         keep = u.size();
     }
+    if (unique && data) {  // steps differ by data: the last one keeps what other steps also call
+      std::set<std::tuple<int, std::uint64_t, std::int32_t>> known;
+      for (std::size_t i = 0; i + 1 < units.size(); ++i)
+        for (const Seq& u : units[i]) known.insert(unit_key(u));
+      keep = 0;
+      while (keep < last.size() && known.count(unit_key(last[keep]))) ++keep;
+    }
     if (unique) {
       for (std::size_t k = keep; k < last.size(); ++k) after.insert(after.end(), last[k].begin(), last[k].end());
       last.resize(keep);
@@ -551,11 +574,11 @@ bool branch_annotated_loop(Seq& s, std::size_t a, std::size_t b, std::int32_t ta
     for (const Units* k : kinds) known = known || units_same(*k, u);
     if (!known) kinds.push_back(&u);
   }
-  if (kinds.size() < 2 || kinds.size() > 64) return false;
+  if (kinds.size() < (data ? 1u : 2u) || kinds.size() > (data ? 1024u : 64u)) return false;
   std::stable_sort(kinds.begin(), kinds.end(), [](const Units* x, const Units* y) { return x->size() > y->size(); });
   Units super = *kinds.front();
   for (const Units* k : kinds)
-    if (embed(*k, super).size() != k->size()) super = supersequence(super, *k);
+    if (embed(*k, super).size() != k->size()) super = supersequence(super, *k, data ? &options.step_order : nullptr);
   if (super.size() > 4 * kinds.front()->size()) return false;
   // which iterations run each unit of the supersequence, and its merged statistics
   std::vector<std::vector<bool>> runs_unit(super.size(), std::vector<bool>(its.size(), false));
@@ -577,7 +600,10 @@ bool branch_annotated_loop(Seq& s, std::size_t a, std::size_t b, std::int32_t ta
   Loop loop;
   loop.count = total;
   for (std::size_t j = 0; j < super.size();) {
-    if (runs_unit[j] == all) {
+    // a step's MPI_Waitall on the migrations it happened to post: at every step (it completes every pending
+    // request, none as well), so that no posted send is left pending where a replayed step drew otherwise
+    const bool waits = data && std::get<0>(unit_key(merged[j])) == static_cast<int>(trace::Kind::WAITALL);
+    if (waits || (runs_unit[j] == all && !(data && options.step_optional.count(unit_key(merged[j]))))) {
       loop.body.insert(loop.body.end(), merged[j].begin(), merged[j].end());
       ++j;
       continue;
@@ -587,17 +613,22 @@ bool branch_annotated_loop(Seq& s, std::size_t a, std::size_t b, std::int32_t ta
     br.branch = true;
     br.reached = total;
     bool calls = false;
-    while (k < super.size() && runs_unit[k] == runs_unit[j]) {
+    while (k < super.size() && runs_unit[k] == runs_unit[j] && (!data || k == j)) {
       for (const Node& x : merged[k]) calls = calls || !std::holds_alternative<Compute>(x.op);  // a call, or a loop of them
       br.body.insert(br.body.end(), merged[k].begin(), merged[k].end());
       ++k;
+    }
+    if (!calls && data) {  // a gap some steps have after their last call: the loop's own
+      loop.body.insert(loop.body.end(), br.body.begin(), br.body.end());
+      j = k;
+      continue;
     }
     if (!calls) return false;  // iterations differ only in compute gaps: nothing to branch on
     // a part run only by the first iterations or only by the last ones is a phase of the loop (a warm-up
     // step, a final one), not a data-dependent branch: the loop stays as folded, exactly
     std::size_t switches = 0;
     for (std::size_t i = 1; i < its.size(); ++i) switches += runs_unit[j][i] != runs_unit[j][i - 1] ? 1 : 0;
-    if (switches < 2) return false;
+    if (switches < 2 && !data) return false;
     br.pattern = br.anti = 0x50415454ull;
     for (std::size_t i = 0; i < its.size(); ++i) {
       if (runs_unit[j][i]) br.count += its[i].weight;
@@ -619,10 +650,10 @@ bool branch_annotated_loop(Seq& s, std::size_t a, std::size_t b, std::int32_t ta
 }
 
 // Every innermost annotated loop of s (and of its loops' bodies), from the last one back.
-void branch_annotated_loops(Seq& s) {
+void branch_annotated_loops(Seq& s, const FoldOptions& options) {
   for (Node& n : s)
     if (auto* l = std::get_if<Loop>(&n.op)) {
-      branch_annotated_loops(l->body);
+      branch_annotated_loops(l->body, options);
       rehash(n);
     }
   for (std::size_t b = s.size(); b-- > 0;) {
@@ -635,7 +666,7 @@ void branch_annotated_loops(Seq& s) {
     }
     if (a == SIZE_MAX) break;
     if (std::get<Call>(s[a].op).tag != end->tag) continue;  // an outer loop around others: left as folded
-    branch_annotated_loop(s, a, b, end->tag);
+    branch_annotated_loop(s, a, b, end->tag, options);
     b = a;
   }
 }
@@ -1277,6 +1308,9 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options)
     // topology queries: their answers are the skeleton's `comms` (topology.hpp); MPI_Cart_shift's PROC_NULL
     // answers on edge ranks must not make their folding (and so their shape) differ
     if (e.kind == Kind::CART_SHIFT || e.kind == Kind::DIMS_CREATE) c.peer = c.tag = c.root = trace::NO_RANK;
+    // FoldOptions::step_data: a step's MPI_Waitall completes the migrations it happened to post, one or two: one
+    // call, whatever its count (it runs every step, a waitall completing every pending request)
+    if (options.step_data && e.kind == Kind::WAITALL) c.root = trace::NO_RANK;
     // the completions that follow belong to this call
     for (std::size_t j = i + 1; j < ev.size() && ev[j].kind == Kind::COMPLETE; ++j) {
       const trace::Event& done = ev[j];
@@ -1300,7 +1334,7 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options)
     append(out.seq, std::move(n), options.window);
   }
   if (step_open) mark(Kind::LOOP_END);
-  branch_annotated_loops(out.seq);
+  branch_annotated_loops(out.seq, options);
   if (options.vary_sizes) settle_sizes(out.seq);
   // TI traces (gaps that state work): first iterations taken into their loops before and after the loops of
   // one owner become one indexed loop (the one may need the other)

@@ -11,9 +11,12 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -198,6 +201,16 @@ struct FoldOptions {
   /// step's exchanges in place of a plain step's forward communication) fold into one loop with branches, as an
   /// annotated loop does; 0: none. Ignored for a trace with loop annotations of its own.
   std::uint64_t step_site = 0;
+  /// step_site is a point-to-point call every step makes (steps.hpp: a particle code whose migrations happen as
+  /// the particles move): each part of a step that some steps skip is a branch of its own, not merged with the
+  /// parts beside it, also when only the first or the last steps ran it (data, not a phase of the loop), and a
+  /// call whose (kind, site, tag) is in step_optional is a branch even at a rank that made it in every step, so
+  /// that every rank's loop has the same branches
+  bool step_data = false;
+  std::set<std::tuple<int, std::uint64_t, std::int32_t>> step_optional;
+  /// step_data: the order of the calls (kind, site, tag) in a step, over every rank of every run (0 first), so
+  /// that two parts no step of one rank ran together are put in the program's order, the same at every rank
+  std::map<std::tuple<int, std::uint64_t, std::int32_t>, std::size_t> step_order;
 };
 
 /** @brief The tag of the loop annotations fold_rank writes for FoldOptions::step_site (annotation tags are name
