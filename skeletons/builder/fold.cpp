@@ -396,7 +396,7 @@ bool units_same(const Units& a, const Units& b) {
 }
 
 // The (kind, site, tag) of a unit's call (FoldOptions::step_optional); kind -1 for a unit with no call at its end.
-std::tuple<int, std::uint64_t, std::int32_t> unit_key(const Seq& unit) {
+CallKey unit_key(const Seq& unit) {
   const auto* c = unit.empty() ? nullptr : std::get_if<Call>(&unit.back().op);
   if (!c) return {-1, 0, 0};
   return {static_cast<int>(c->kind), c->site, c->tag};
@@ -405,7 +405,7 @@ std::tuple<int, std::uint64_t, std::int32_t> unit_key(const Seq& unit) {
 // The shortest common supersequence of a and b (units by `same`), a's units first where both orders are possible;
 // with `order` (FoldOptions::step_order), the unit the program calls first.
 Units supersequence(const Units& a, const Units& b,
-                    const std::map<std::tuple<int, std::uint64_t, std::int32_t>, std::size_t>* order = nullptr) {
+                    const std::map<CallKey, std::size_t>* order = nullptr) {
   const std::size_t n = a.size(), m = b.size();
   std::vector<std::size_t> L((n + 1) * (m + 1), 0);  // L[i][j]: longest common subsequence of a[i..], b[j..]
   auto at = [&](std::size_t i, std::size_t j) -> std::size_t& { return L[i * (m + 1) + j]; };
@@ -556,7 +556,7 @@ bool branch_annotated_loop(Seq& s, std::size_t a, std::size_t b, std::int32_t ta
         keep = u.size();
     }
     if (unique && data) {  // steps differ by data: the last one keeps what other steps also call
-      std::set<std::tuple<int, std::uint64_t, std::int32_t>> known;
+      std::set<CallKey> known;
       for (std::size_t i = 0; i + 1 < units.size(); ++i)
         for (const Seq& u : units[i]) known.insert(unit_key(u));
       keep = 0;

@@ -179,6 +179,9 @@ struct Node {
 /** @brief Whether two nodes are the same up to statistics (structure and every identity field). */
 bool same(const Node& a, const Node& b);
 
+/** @brief A call's (kind, site, tag): what FoldOptions::step_data knows a step's call by, whatever its peer and size. */
+using CallKey = std::tuple<int, std::uint64_t, std::int32_t>;
+
 /** @brief Knobs of folding. */
 struct FoldOptions {
   std::size_t window = 512;  ///< longest loop body (in nodes of the current sequence) that is looked for
@@ -207,10 +210,10 @@ struct FoldOptions {
   /// call whose (kind, site, tag) is in step_optional is a branch even at a rank that made it in every step, so
   /// that every rank's loop has the same branches
   bool step_data = false;
-  std::set<std::tuple<int, std::uint64_t, std::int32_t>> step_optional;
+  std::set<CallKey> step_optional;
   /// step_data: the order of the calls (kind, site, tag) in a step, over every rank of every run (0 first), so
   /// that two parts no step of one rank ran together are put in the program's order, the same at every rank
-  std::map<std::tuple<int, std::uint64_t, std::int32_t>, std::size_t> step_order;
+  std::map<CallKey, std::size_t> step_order;
 };
 
 /** @brief The tag of the loop annotations fold_rank writes for FoldOptions::step_site (annotation tags are name

@@ -139,7 +139,7 @@ StepsChoice choose_among(std::span<const trace::Run> runs, const std::map<std::u
 }
 
 // The (kind, site, tag) of every call inside a branch of `seq` (FoldOptions::step_optional).
-void collect_branch_calls(const Seq& seq, bool inside, std::set<std::tuple<int, std::uint64_t, std::int32_t>>& out) {
+void collect_branch_calls(const Seq& seq, bool inside, std::set<CallKey>& out) {
   for (const Node& n : seq) {
     if (const auto* c = std::get_if<Call>(&n.op)) {
       if (inside) out.emplace(static_cast<int>(c->kind), c->site, c->tag);
@@ -148,8 +148,6 @@ void collect_branch_calls(const Seq& seq, bool inside, std::set<std::tuple<int, 
     }
   }
 }
-
-using CallKey = std::tuple<int, std::uint64_t, std::int32_t>;
 
 // FoldOptions::step_order from the traces: in each step (from one call at the run's site to the next) of every
 // rank, which calls (kind, site, tag) come before which; then, repeatedly, the call that the fewest of those left
