@@ -380,4 +380,44 @@ TEST(FoldTest, AnnotatedLoopWhosePeerCyclesIsOneIndexedLoop) {
   EXPECT_FALSE(mksim::skeletons::builder::cycle_form({1, 2, 0, 2}).has_value());  // not one cycle
 }
 
+// NPB MG's halo along a periodic side of two ranks: MPI_Sendrecv to the +1 neighbour, then to the -1 one, the same
+// rank. Without call sites or Sendrecv tags (SimGrid TI traces) the two are one call twice; a loop of 2 there would
+// not align with the two calls a longer side makes, so it is unrolled, with one gap duration per copy. Three in a
+// row stay a loop.
+TEST(FoldTest, TwoShiftsAlongASideOfTwoRanksStayTwoCalls) {
+  Writer w;
+  auto sendrecv = [&](int peer, long bytes, double gap) {
+    w.call(Kind::SENDRECV, 7, peer, 0, bytes, gap);
+    w.complete(0, peer, 0, bytes, true);
+  };
+  w.call(Kind::INIT, 1, -1, -1, 0, 0);
+  for (const long bytes : {512L, 128L}) {  // two levels of the V-cycle
+    w.call(Kind::ALLREDUCE, 3, -1, -1, 8);
+    sendrecv(1, bytes, 1e-3);
+    sendrecv(1, bytes, 2e-3);
+  }
+  for (int i = 0; i < 3; ++i) sendrecv(2, 64, 1e-3);
+  w.call(Kind::FINALIZE, 4);
+  const auto p = fold_rank(w.t);
+  const std::string text = mksim::skeletons::builder::to_text(p.seq);
+  std::size_t top_sendrecvs = 0;
+  const Loop* three = nullptr;
+  for (const Node& n : p.seq) {
+    if (const auto* c = std::get_if<Call>(&n.op); c && c->kind == Kind::SENDRECV) ++top_sendrecvs;
+    if (const auto* l = std::get_if<Loop>(&n.op)) three = l;
+  }
+  EXPECT_EQ(top_sendrecvs, 4u) << text;
+  ASSERT_NE(three, nullptr) << text;
+  EXPECT_EQ(three->count, 3u) << text;
+  // the two copies keep their own gaps: 1 ms before the first shift, 2 ms before the second
+  std::vector<double> gaps;
+  for (std::size_t i = 0; i + 1 < p.seq.size(); ++i)
+    if (const auto* c = std::get_if<Call>(&p.seq[i + 1].op); c && c->kind == Kind::SENDRECV && c->bytes == 512)
+      gaps.push_back(std::get<Compute>(p.seq[i].op).seconds.mean());
+  ASSERT_EQ(gaps.size(), 2u) << text;
+  EXPECT_NEAR(gaps[0], 1e-3, 1e-9);
+  EXPECT_NEAR(gaps[1], 2e-3, 1e-9);
+  EXPECT_EQ(mksim::skeletons::builder::expanded_calls(p.seq), 11u) << text;
+}
+
 }  // namespace

@@ -1077,6 +1077,39 @@ bool states_work(const Seq& s) {
   return false;
 }
 
+// The two shifts along a periodic side of two ranks (+1 and -1: one rank) are the same MPI_Sendrecv twice when
+// nothing tells them apart (SimGrid TI traces have no call sites and no Sendrecv tags; a program's loop over the
+// two directions has one call site), and fold into a loop of 2, where a longer side makes them two calls (NPB MG
+// on MPI_Dims_create(P, 3)'s grid: sides of 2 at P = 4, 8, 16, and of 4 at 16). Such a loop (count 2, one
+// MPI_Sendrecv to and from one rank, and its gap) is unrolled, so that the runs of every P align call by call.
+void unroll_short_side_pairs(Seq& s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    auto* l = std::get_if<Loop>(&s[i].op);
+    if (!l || l->branch) continue;
+    unroll_short_side_pairs(l->body);
+    rehash(s[i]);
+    if (l->count != 2 || l->indexed || l->body.empty() || l->body.size() > 2) continue;
+    const auto* c = std::get_if<Call>(&l->body.back().op);
+    if (!c || c->kind != trace::Kind::SENDRECV || c->peer != c->peer2 || c->peer == trace::ANY) continue;
+    if (l->body.size() == 2 && !std::holds_alternative<Compute>(l->body.front().op)) continue;
+    Seq first = l->body, second = l->body;
+    if (first.size() == 2) {  // the gap's two durations, one per copy (the loop's statistics held both)
+      const Compute& k = std::get<Compute>(l->body.front().op);
+      const double flops = k.flops.n ? k.flops.mean() : 0;
+      Compute a = Compute::of(k.first, flops), b = Compute::of(k.rest.n ? k.rest.mean() : k.first, flops);
+      a.works = b.works = k.works;
+      first.front().op = a;
+      second.front().op = b;
+      rehash(first.front());
+      rehash(second.front());
+    }
+    first.insert(first.end(), second.begin(), second.end());
+    s.erase(s.begin() + static_cast<std::ptrdiff_t>(i));
+    s.insert(s.begin() + static_cast<std::ptrdiff_t>(i), first.begin(), first.end());
+    i += first.size() - 1;
+  }
+}
+
 // FoldOptions::index_loops, innermost loops first: a run of consecutive loops with compatible bodies, and of single
 // iterations between them (w nodes compatible with the body: the iteration of a block owner's loop whose numbers
 // repeat no other, SUMMA's panels where nb does not divide the block), is one indexed loop when merge_loops takes
@@ -1335,6 +1368,7 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options)
   }
   if (step_open) mark(Kind::LOOP_END);
   branch_annotated_loops(out.seq, options);
+  unroll_short_side_pairs(out.seq);
   if (options.vary_sizes) settle_sizes(out.seq);
   // TI traces (gaps that state work): first iterations taken into their loops before and after the loops of
   // one owner become one indexed loop (the one may need the other)
