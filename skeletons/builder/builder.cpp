@@ -811,22 +811,48 @@ class Builder {
       send_sizes_.clear();
       send_sizes_by_tag_.clear();
     };
-    try {
+    auto emit_all = [&] {
       try {
-        body = emit_program(inputs, false, shared);
-      } catch (const BuildError& e) {
-        if (!shared) throw;
+        try {
+          body = emit_program(inputs, false, shared);
+        } catch (const BuildError& e) {
+          if (!shared) throw;
+          restart();
+          body = emit_program(inputs, true, shared);
+          result.warnings.push_back(std::string("one copy per shape where shapes order calls differently: the ranks of a copy ") +
+                                    "shared by shapes that agree follow no condition on rank (" + e.what() + ")");
+        }
+      } catch (const BuildError&) {
+        // data, not rank (issue 17): parts that no condition on rank describes become probabilities
+        if (!opt_.data_dependent_sets) throw;
         restart();
-        body = emit_program(inputs, true, shared);
-        result.warnings.push_back(std::string("one copy per shape where shapes order calls differently: the ranks of a copy ") +
-                                  "shared by shapes that agree follow no condition on rank (" + e.what() + ")");
+        allow_prob_sets_ = true;
+        body = emit_program(inputs, false, shared);
       }
-    } catch (const BuildError&) {
-      // data, not rank (issue 17): parts that no condition on rank describes become probabilities
-      if (!opt_.data_dependent_sets) throw;
-      restart();
-      allow_prob_sets_ = true;
-      body = emit_program(inputs, false, shared);
+    };
+    emit_all();
+    if (grid3_seen_ && !made_3d_grid()) {
+      auto again = [&](bool grid3) {
+        restart();
+        prefer_grid3_ = grid3;
+        grid_last_.reset();
+        grid_last_send_.reset();
+        allow_prob_sets_ = false;
+        uses_untraced_ = false;
+        shared = false;
+        if (grid3) predicate_options_.grid_ndims.push_back(3);
+        else predicate_options_.grid_ndims.pop_back();
+        predicates_.clear();  // found with or without the grid's vocabulary
+        predicate_alternatives_.clear();
+        emit_all();
+      };
+      try {
+        again(true);
+        result.warnings.push_back("peers on MPI_Dims_create(P, 3)'s grid, which no topology call of the traces declares: "
+                                  "every peer and size was fitted with that grid first");
+      } catch (const BuildError&) {
+        again(false);  // as it was
+      }
     }
 
     nlohmann::json sk;
@@ -909,8 +935,13 @@ class Builder {
   template <class F>
   std::string fit_comm_rank(const UNode& u, int decl, F get, const std::string& at, nlohmann::json& fits, const char* field,
                             Topology::Shift shift = Topology::Shift::any) {
-    if (!topo_->any()) return field == std::string("root") ? fit_int(samples(u, get), at, fits, field, false)
-                                                           : fit_call_int(u, get, at, fits, field);
+    if (!topo_->any()) {
+      if (field == std::string("root")) return fit_int(samples(u, get), at, fits, field, false);
+      grid_shift_ = shift;
+      std::string text = fit_call_int(u, get, at, fits, field);
+      grid_shift_ = Topology::Shift::any;
+      return text;
+    }
     std::vector<RankObs> obs;
     for (const Occ& o : u.occ)
       for (std::size_t k = 0; k < o.nodes.size(); ++k) {
@@ -946,6 +977,16 @@ class Builder {
     const auto& nd = predicate_options_.grid_ndims;
     return std::find(nd.begin(), nd.end(), 3) != nd.end();
   }
+  // A program that computes MPI_Dims_create(P, 3)'s grid itself (no topology call traced: SimGrid TI traces of
+  // NPB MG): grid3_seen_ when some peer has no expression but a neighbour on that grid; the program is then
+  // emitted again with that grid first (prefer_grid3_), for every peer and size, since at P <= 16 the grid's
+  // other axes (sides of 1 or 2) also fit shifts of the builder's own 2-D grid, which name other ranks at P = 64.
+  bool grid3_seen_ = false;
+  bool prefer_grid3_ = false;
+  // prefer_grid3_: where that grid's sides are too short to tell +1 from -1, an MPI_Sendrecv's receive half goes
+  // against its send half and its send against the last Sendrecv's send (as Topology::Shift on a traced grid)
+  Topology::Shift grid_shift_ = Topology::Shift::any;
+  std::optional<std::array<int, 3>> grid_last_, grid_last_send_;
   std::map<std::uint64_t, std::string> site_phase_;      // call site -> phase name
   std::string last_request_phase_;                       // phase of the last isend/irecv emitted
   bool fixed_params_ = false;                            // some fit met a parameter that never varied
@@ -1851,20 +1892,28 @@ class Builder {
   }
 
   // A count that is the logarithm of a size (multigrid levels: log2 of the smallest local side
-  // N / dims(P, 3, 0)): log2(X) + c, X a decomposition form (decomposition_fit) of 2^(count - c), c in -3..3;
-  // "" when none fits every sample and stays a non-negative integer at every checked P.
-  std::string log_count_fit(const std::vector<Sample>& samples) const {
+  // N / dims(P, 3, 0)): a*log2(X) + c, X a decomposition form (decomposition_fit) of 2^((count - c)/a), c in -3..3,
+  // a up to max_per_level (calls per level); "" when none fits every sample and stays a non-negative integer at
+  // every checked P.
+  std::string log_count_fit(const std::vector<Sample>& samples, int max_per_level = 1) const {
+    for (int a = 1; a <= max_per_level; ++a)  // a calls per level: MG's comm3 once down and twice up each level
     for (const bool every_run : {true, false})
     for (const int c : {0, -1, 1, -2, 2, -3, 3}) {
       std::vector<Sample> pow2 = samples;
       bool ok = true;
+      std::set<long> levels;
       for (Sample& x : pow2) {
-        x.value = std::ldexp(1.0, static_cast<int>(std::lround(x.value)) - c);
-        ok = ok && x.value >= 1;
+        const long k = std::lround(x.value) - c;
+        ok = ok && k >= 0 && k % a == 0;
+        x.value = std::ldexp(1.0, static_cast<int>(k / a));
+        levels.insert(k / a);
       }
-      if (!ok) continue;
-      auto text_of = [c](const std::string& d) {
-        return "log2(" + d + ")" + (c > 0 ? " + " + std::to_string(c) : c < 0 ? " - " + std::to_string(-c) : "");
+      // a multiple of the levels needs three level counts to show (two fit any: SUMMA's 8, 4 panels per owner at
+      // P = 4, 8 are not 4*log2(ceil(nb / dims(P, 2, 0))))
+      if (!ok || (a > 1 && levels.size() < 3)) continue;
+      auto text_of = [a, c](const std::string& d) {
+        return (a > 1 ? std::to_string(a) + "*" : std::string()) + "log2(" + d + ")" +
+               (c > 0 ? " + " + std::to_string(c) : c < 0 ? " - " + std::to_string(-c) : "");
       };
       const std::string d = decomposition_fit(pow2, params_, [&](const std::string& x) { return count_outside_domain(text_of(x), samples, every_run).empty(); },
                                               made_3d_grid());
@@ -1920,6 +1969,24 @@ class Builder {
     bool all_same = true;
     for (const Sample& s : samples) all_same = all_same && s.value == samples.front().value;
     if (all_same) return fmt_number(samples.front().value);
+    if (prefer_grid3_ && allow_rank && std::string(field) == "peer") {
+      std::optional<std::array<int, 3>> against;
+      if (grid_shift_ == Topology::Shift::against_last) against = grid_last_;
+      else if (grid_shift_ == Topology::Shift::against_last_send) against = grid_last_send_;
+      if (against)
+        for (int& o : *against) o = -o;
+      std::array<int, 3> off{};
+      std::string other, g = grid_rank_fit(samples, params_, &other, true, against ? &*against : nullptr, &off);
+      if (!g.empty()) {
+        grid_last_ = off;
+        if (grid_shift_ == Topology::Shift::against_last_send) grid_last_send_ = off;
+        fits[field] = {{"expr", g}, {"form", "grid"}};
+        if (!other.empty())
+          result.ambiguities.push_back(where + "/" + field + ": \"" + g + "\" fits every run, and so does \"" + other +
+                                       "\" (another grid); a run at another P would tell them apart");
+        return g;
+      }
+    }
     FitOptions fo;
     fo.integer = true;
     fo.allow_rank = allow_rank;
@@ -1948,6 +2015,7 @@ class Builder {
       // a neighbour or transpose partner on a grid the program computes itself (no topology call traced)
       if (fname == "peer" && allow_rank)
         if (std::string other, g = grid_rank_fit(samples, params_, &other); !g.empty()) {
+          grid3_seen_ = grid3_seen_ || g.rfind("cart_rank(", 0) == 0;
           fits[field] = {{"expr", g}, {"form", "grid"}};
           if (!other.empty())
             result.ambiguities.push_back(where + "/" + field + ": \"" + g + "\" fits every run, and so does \"" + other +
@@ -1986,8 +2054,9 @@ class Builder {
       }
     if (std::string(field) == "count")
       if (const std::string bad = count_outside_domain(f.expr, samples); !bad.empty()) {
-        // an exact fit of the traced runs that is no count elsewhere (multigrid levels fitted as a polynomial)
-        if (const std::string l = log_count_fit(samples); !l.empty()) {
+        // an exact fit of the traced runs that is no count elsewhere (multigrid levels fitted as a polynomial; from
+        // TI traces, MG's comm3 loop: once per level down and twice up)
+        if (const std::string l = log_count_fit(samples, 4); !l.empty()) {
           fits[field] = {{"expr", l}, {"form", "log"}, {"rejected", f.expr}, {"rejected_at", bad}};
           return l;
         }

@@ -44,7 +44,9 @@ bool has_decimal_literal(const std::string& text) {
   return false;
 }
 
-std::string grid_rank_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params, std::string* other) {
+std::string grid_rank_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params, std::string* other,
+                          bool grid3_only, const std::array<int, 3>* prefer, std::array<int, 3>* chosen_off) {
+  if (chosen_off) *chosen_off = {0, 0, 0};
   if (other) other->clear();
   if (samples.empty() || !samples.front().vars.count("rank")) return "";
   std::vector<std::string> names{"P", "rank"};
@@ -54,6 +56,7 @@ std::string grid_rank_fit(const std::vector<Sample>& samples, const std::vector<
   const std::string a = "dims(P, 2, 0)", b = "dims(P, 2, 1)";
   const std::vector<std::pair<std::string, std::string>> grids2{{a, b}, {b, a}, {GRID_PX, GRID_PY}};
   for (const auto& [fast, slow] : grids2) {
+    if (grid3_only) break;
     const std::string x = "rank % " + fast, y = "floor(rank / " + fast + ")";
     // the transpose partner on a grid fast x slow with fast >= slow (NPB CG): ratio = fast / slow,
     // partner = (x / ratio) fast + ratio y + x % ratio
@@ -75,6 +78,7 @@ std::string grid_rank_fit(const std::vector<Sample>& samples, const std::vector<
       }
   }
   // MPI_Dims_create(P, 3)'s grid, not periodic, then periodic (NPB MG)
+  std::map<std::string, std::array<int, 3>> offsets;
   const std::string d3 = "dims(P, 3, 0), dims(P, 3, 1), dims(P, 3, 2)";
   for (const bool periodic : {false, true})
     for (int o0 = -1; o0 <= 1; ++o0)
@@ -92,7 +96,13 @@ std::string grid_rank_fit(const std::vector<Sample>& samples, const std::vector<
             e += ", ";
           }
           cands.push_back(e + d3 + ")");
+          offsets.emplace(cands.back(), std::array<int, 3>{o0, o1, o2});
         }
+  if (prefer)
+    std::stable_partition(cands.begin(), cands.end(), [&](const std::string& t) {
+      const auto it = offsets.find(t);
+      return it != offsets.end() && it->second == *prefer;
+    });
   std::string chosen;
   std::unique_ptr<Feature> first;
   for (const std::string& text : cands) {
@@ -107,6 +117,7 @@ std::string grid_rank_fit(const std::vector<Sample>& samples, const std::vector<
     if (chosen.empty()) {
       chosen = text;
       first = std::move(f);
+      if (const auto it = offsets.find(text); chosen_off && it != offsets.end()) *chosen_off = it->second;
       if (!other) break;
       continue;
     }

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -150,9 +151,13 @@ std::pair<std::string, std::string> block_ratio_fit(
  *  the power-of-two Px x Py grid; the first that reproduces every sample exactly, "" when none does.
  *  Forms can coincide at the traced P (a 3-D neighbour is `rank + dims(P, 2, 0) - 1` at P = 8, 12, 18, 27):
  *  `other`, when given, gets the first later form that fits too but names another rank at some P of 32,
- *  48, 64, 96, 128 (with the first sample's parameters), "" when there is none. */
+ *  48, 64, 96, 128 (with the first sample's parameters), "" when there is none. `grid3_only`: the forms of
+ *  MPI_Dims_create(P, 3)'s grid alone (a program whose other peers only that grid gives). `prefer`: that grid's
+ *  neighbour at this offset is tried first (the direction of a shift on sides too short to tell +1 from -1);
+ *  `chosen` gets the offset of the form returned on that grid, {0, 0, 0} for any other form. */
 std::string grid_rank_fit(const std::vector<Sample>& samples, const std::vector<std::string>& params,
-                          std::string* other = nullptr);
+                          std::string* other = nullptr, bool grid3_only = false,
+                          const std::array<int, 3>* prefer = nullptr, std::array<int, 3>* chosen = nullptr);
 
 /** @brief `rank` and `P` in an expression replaced (whole words) by `rank_to` and `size_to`. */
 std::string rename_rank_and_size(const std::string& text, const std::string& rank_to, const std::string& size_to);
