@@ -420,4 +420,43 @@ TEST(FoldTest, TwoShiftsAlongASideOfTwoRanksStayTwoCalls) {
   EXPECT_EQ(mksim::skeletons::builder::expanded_calls(p.seq), 11u) << text;
 }
 
+// NPB FT from TI traces (no call sites): the forward FFT's two all-to-alls before the loop, then per iteration the
+// inverse FFT's two and a checksum reduction. Folded at the tail as events came, the forward FFT's calls merged with
+// the first iteration's: `loop 4 {alltoall} reduce loop 2 {alltoall} reduce` with two iterations, `loop 4
+// {alltoall} loop 2 {reduce loop 2 {alltoall}} reduce` with three, and the runs did not align (27 collectives that
+// did not pair). The largest repeat first gives one shape whatever the iteration count.
+TEST(FoldTest, ASetupPhaseLikeTheLoopBodyStaysBeforeTheLoop) {
+  auto make = [](int iters) {
+    Writer w;
+    w.call(Kind::INIT, 1, -1, -1, 0, 0);
+    for (int i = 0; i < 2; ++i) w.call(Kind::ALLTOALL, 2, -1, -1, 8192, 1e-3);
+    for (int it = 0; it < iters; ++it) {
+      for (int i = 0; i < 2; ++i) w.call(Kind::ALLTOALL, 2, -1, -1, 8192, 1e-3);
+      w.call(Kind::REDUCE, 3, -1, 0, 16, 1e-3);
+    }
+    w.call(Kind::FINALIZE, 4);
+    return fold_rank(w.t);
+  };
+  const auto two = make(2), three = make(3);
+  const std::string text = mksim::skeletons::builder::to_text(three.seq);
+  EXPECT_EQ(mksim::skeletons::builder::shape_hash(two.seq), mksim::skeletons::builder::shape_hash(three.seq))
+      << mksim::skeletons::builder::to_text(two.seq) << "---\n" << text;
+  // init, gap, loop 2 {gap, alltoall}, loop 3 {loop 2 {gap, alltoall}, gap, reduce}, gap, finalize
+  const Loop* outer = nullptr;
+  std::size_t before = 0;
+  for (const Node& n : three.seq)
+    if (const auto* l = std::get_if<Loop>(&n.op)) {
+      if (l->count == 3) outer = l;
+      else if (!outer && l->count == 2) ++before;
+    }
+  EXPECT_EQ(before, 1u) << text;
+  ASSERT_NE(outer, nullptr) << text;
+  ASSERT_EQ(outer->body.size(), 3u) << text;
+  EXPECT_EQ(loop_at(outer->body, 0).count, 2u) << text;
+  EXPECT_EQ(call_at(outer->body, 2).kind, Kind::REDUCE) << text;
+  // statistics: each alltoall gap of the loop stands for 3 iterations x 2 calls
+  EXPECT_EQ(std::get<Compute>(loop_at(outer->body, 0).body[0].op).seconds.n, 6u) << text;
+  EXPECT_EQ(mksim::skeletons::builder::expanded_calls(three.seq), 2u + 2u + 3u * 3u) << text;
+}
+
 }  // namespace

@@ -1268,6 +1268,81 @@ std::size_t drop_polls(trace::RankTrace& trace) {
   return dropped;
 }
 
+// ---- folding by the largest repeat first ----
+// Folding at the tail as events come (append) takes the first repeat it sees: a setup phase that runs the loop
+// body's calls once more before the loop folds with the loop's first iteration, and the runs no longer agree. NPB
+// FT from TI traces (no call sites): the forward FFT's two all-to-alls, then per iteration the inverse FFT's two and
+// a checksum reduction, fold as `loop 4 {alltoall} reduce loop 2 {alltoall} reduce` with two iterations and as
+// `loop 4 {alltoall} loop 2 {reduce loop 2 {alltoall}} reduce` with three. Folded offline instead, the repeat that
+// covers the most nodes first (ties: the shorter body, then the leftmost), both are `loop 2 {alltoall}` and a loop
+// of `iters` over `loop 2 {alltoall} reduce`.
+constexpr std::size_t REFOLD_MAX_NODES = 20000;
+
+class LargestRepeatFold {
+ public:
+  LargestRepeatFold(const Seq& raw, std::size_t window, std::uint64_t budget) : raw_(raw), window_(window), budget_(budget) {}
+  // raw[lo, hi) folded; nullopt when the comparisons would exceed the budget
+  std::optional<Seq> fold(std::size_t lo, std::size_t hi) {
+    Seq out;
+    if (!fold_into(lo, hi, out)) return std::nullopt;
+    return out;
+  }
+
+ private:
+  // the right part after each loop is folded in this same frame (no recursion as deep as the trace is long)
+  bool fold_into(std::size_t lo, std::size_t hi, Seq& out) {
+    while (lo < hi) {
+      std::size_t best_cover = 0, best_w = 0, best_start = 0, best_count = 0;
+      for (std::size_t w = 1; w <= window_ && 2 * w <= hi - lo; ++w) {
+        std::size_t run = 0;  // consecutive j (ending here) with raw[j] the same as raw[j + w]
+        for (std::size_t j = lo; j + w < hi; ++j) {
+          if (++used_ > budget_) return false;
+          if (raw_[j].hash == raw_[j + w].hash && same(raw_[j], raw_[j + w])) ++run;
+          else run = 0;
+          if (run == 0 || run % w != 0) continue;
+          const std::size_t count = run / w + 1;
+          if (count * w > best_cover) {
+            best_cover = count * w;
+            best_w = w;
+            best_start = j + 1 - run;
+            best_count = count;
+          }
+        }
+      }
+      if (best_cover == 0) {
+        out.insert(out.end(), raw_.begin() + static_cast<std::ptrdiff_t>(lo), raw_.begin() + static_cast<std::ptrdiff_t>(hi));
+        return true;
+      }
+      if (!fold_into(lo, best_start, out)) return false;
+      Seq body;
+      if (!fold_into(best_start, best_start + best_w, body)) return false;
+      for (std::size_t k = 1; k < best_count; ++k) {  // the same nodes fold the same way: merge their statistics
+        Seq again;
+        const std::size_t a = best_start + k * best_w;
+        if (!fold_into(a, a + best_w, again)) return false;
+        for (std::size_t i = 0; i < body.size(); ++i) merge_into(body[i], again[i]);
+      }
+      out.push_back(loop_node(std::move(body), best_count));
+      lo = best_start + best_count * best_w;
+    }
+    return true;
+  }
+
+  const Seq& raw_;
+  std::size_t window_;
+  std::uint64_t budget_;
+  std::uint64_t used_ = 0;
+};
+
+// The largest-repeat folding of a trace without loop annotations, when it is smaller than the tail folding's (same
+// size: the tail folding's, as it always was); raw is the node stream the tail folding was given.
+void refold_largest_repeats(Seq& seq, const Seq& raw, std::size_t window) {
+  constexpr std::uint64_t BUDGET = 30'000'000;     // node comparisons per rank (tens of milliseconds)
+  if (raw.size() < 4 || raw.size() > REFOLD_MAX_NODES) return;
+  auto folded = LargestRepeatFold(raw, window, BUDGET).fold(0, raw.size());
+  if (folded && folded_size(*folded) < folded_size(seq)) seq = std::move(*folded);
+}
+
 RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options) {
   using trace::Kind;
   RankProgram out;
@@ -1302,6 +1377,16 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options)
     n.op = std::move(c);
     append(out.seq, std::move(n), options.window);
   };
+  // the nodes as they come, for refold_largest_repeats (traces without loop annotations or regions)
+  Seq raw;
+  bool keep_raw = options.largest_repeats && !steps && std::none_of(ev.begin(), ev.end(), [](const trace::Event& e) { return trace::is_annotation(e.kind); });
+  auto add = [&](Node n) {
+    if (keep_raw) {
+      rehash(n);
+      raw.push_back(n);
+    }
+    append(out.seq, std::move(n), options.window);
+  };
   for (std::size_t i = 0; i < ev.size(); ++i) {
     const trace::Event& e = ev[i];
     if (e.kind == Kind::COMPLETE) continue;  // folded into the call before it
@@ -1317,7 +1402,7 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options)
       Node gap;
       gap.op = Compute::of(e.gap_after(prev_exit), e.gap_flops);  // CPU time when the tracer measured it; TI flops
       if (!options.work_identity) std::get<Compute>(gap.op).works = false;
-      append(out.seq, std::move(gap), options.window);
+      add(std::move(gap));
     }
     started = true;
     prev_exit = e.t_exit;
@@ -1364,9 +1449,14 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options)
     ++out.events;
     Node n;
     n.op = std::move(c);
-    append(out.seq, std::move(n), options.window);
+    add(std::move(n));
+    if (keep_raw && raw.size() > REFOLD_MAX_NODES) {  // longer traces keep their tail folding
+      keep_raw = false;
+      Seq().swap(raw);
+    }
   }
   if (step_open) mark(Kind::LOOP_END);
+  if (keep_raw) refold_largest_repeats(out.seq, raw, options.window);
   branch_annotated_loops(out.seq, options);
   unroll_short_side_pairs(out.seq);
   if (options.vary_sizes) settle_sizes(out.seq);

@@ -198,6 +198,10 @@ struct FoldOptions {
   /// gap is the same node whatever its flops (the builder falls back to this when the first skeleton does not
   /// pair its messages at the traced runs: NPB CG's row and column reductions)
   bool work_identity = true;
+  /// a trace without loop annotations (at most 20,000 nodes) is also folded offline, the repeat that covers the most
+  /// nodes first, and that folding kept when it is smaller (a setup phase that runs the loop body's calls once
+  /// before the loop: README.md, "A setup phase like the loop body"); off: the online folding alone
+  bool largest_repeats = true;
   /// the call site of a collective that starts every iteration of a time-step loop the program did not annotate
   /// (steps.hpp; LAMMPS' per-step check whether any atom moved far enough to rebuild the neighbour lists): fold_rank
   /// writes loop annotations (tag STEP_LOOP_TAG) around its calls, so that steps which differ by data (a rebuild

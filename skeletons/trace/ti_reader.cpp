@@ -456,6 +456,10 @@ RankTrace read_ti_rank(const std::string& path, int rank, int P, double& flops, 
         a = a.substr(1);
         nonblocking = true;
       }
+      if (is_ti_collective(a))
+        losses.add("collective", l.number, "TI names no communicator: read as a collective of MPI_COMM_WORLD, every rank "
+                                           "taking part (a program's row, column or other sub-communicator collectives are "
+                                           "replayed as world ones; mktrace records communicators)");
       if (a == "barrier") {
         l.expect_fields(0, "none");
         push(Kind::BARRIER);
