@@ -1089,24 +1089,82 @@ void unroll_short_side_pairs(Seq& s) {
     unroll_short_side_pairs(l->body);
     rehash(s[i]);
     if (l->count != 2 || l->indexed || l->body.empty() || l->body.size() > 2) continue;
-    const auto* c = std::get_if<Call>(&l->body.back().op);
+    // the call with its gap before it, or after it (a TI trace folded by where its work is: [work, call, no work,
+    // call] folds as the work, then a loop of [call, no work])
+    const std::size_t call_at = l->body.size() == 2 && std::holds_alternative<Call>(l->body.front().op) ? 0 : l->body.size() - 1;
+    const auto* c = std::get_if<Call>(&l->body[call_at].op);
     if (!c || c->kind != trace::Kind::SENDRECV || c->peer != c->peer2 || c->peer == trace::ANY) continue;
-    if (l->body.size() == 2 && !std::holds_alternative<Compute>(l->body.front().op)) continue;
+    if (l->body.size() == 2 && !std::holds_alternative<Compute>(l->body[1 - call_at].op)) continue;
     Seq first = l->body, second = l->body;
     if (first.size() == 2) {  // the gap's two durations, one per copy (the loop's statistics held both)
-      const Compute& k = std::get<Compute>(l->body.front().op);
+      const std::size_t gap_at = 1 - call_at;
+      const Compute& k = std::get<Compute>(l->body[gap_at].op);
       const double flops = k.flops.n ? k.flops.mean() : 0;
       Compute a = Compute::of(k.first, flops), b = Compute::of(k.rest.n ? k.rest.mean() : k.first, flops);
       a.works = b.works = k.works;
-      first.front().op = a;
-      second.front().op = b;
-      rehash(first.front());
-      rehash(second.front());
+      first[gap_at].op = a;
+      second[gap_at].op = b;
+      rehash(first[gap_at]);
+      rehash(second[gap_at]);
     }
     first.insert(first.end(), second.begin(), second.end());
     s.erase(s.begin() + static_cast<std::ptrdiff_t>(i));
     s.insert(s.begin() + static_cast<std::ptrdiff_t>(i), first.begin(), first.end());
     i += first.size() - 1;
+  }
+}
+
+// A loop whose body ends with the nodes that come just before it starts there instead: `a b [L a b] x n` becomes
+// `[a b L] x n a b`, the earliest phase of the repetition (a small loop at the end of the body also matches its
+// iterations written out before it). The two are the same calls in the same order, and online folding finds one or
+// the other depending on when the repetition shows: NPB MG's setup norm (two reductions) before its V-cycles, each
+// ending with the norm, folded as `[norm V] x n norm` at P = 16 and `norm [V norm] x n` at P = 4 and 8, so that the
+// runs did not align and the skeleton did not pair at its own traced runs. The node moved to the front merges the
+// statistics of the ones before the loop; the copy after the loop keeps the body's.
+void rotate_loops_to_earliest_phase(Seq& s) {
+  for (Node& n : s)
+    if (auto* l = std::get_if<Loop>(&n.op); l && !l->branch) {
+      rotate_loops_to_earliest_phase(l->body);
+      rehash(n);
+    }
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    for (;;) {
+      auto* l = std::get_if<Loop>(&s[i].op);
+      if (!l || l->branch || l->indexed || l->count < 2 || l->body.size() < 2) break;
+      const Node& last = l->body.back();
+      // the last node as it runs: a small loop's iterations written out, or itself
+      std::vector<const Node*> runs{&last};
+      if (const auto* inner = std::get_if<Loop>(&last.op); inner && !inner->branch && !inner->indexed &&
+          inner->count * inner->body.size() <= 16 && i >= inner->count * inner->body.size()) {
+        const bool written_out = [&] {
+          const std::size_t k = inner->count * inner->body.size();
+          for (std::size_t j = 0; j < k; ++j)
+            if (!same(s[i - k + j], inner->body[j % inner->body.size()])) return false;
+          return true;
+        }();
+        if (written_out) {
+          runs.clear();
+          for (std::uint64_t r = 0; r < inner->count; ++r)
+            for (const Node& b : inner->body) runs.push_back(&b);
+        }
+      }
+      const std::size_t k = runs.size();
+      if (i < k) break;
+      if (k == 1 && !same(s[i - 1], last)) break;
+      Node moved = last, after = last;
+      if (k == 1) {
+        merge_into(moved, s[i - 1]);
+      } else {
+        Loop& m = std::get<Loop>(moved.op);
+        for (std::size_t j = 0; j < k; ++j) merge_into(m.body[j % m.body.size()], s[i - k + j]);
+      }
+      l->body.pop_back();
+      l->body.insert(l->body.begin(), std::move(moved));
+      rehash(s[i]);
+      s.insert(s.begin() + static_cast<std::ptrdiff_t>(i + 1), std::move(after));
+      s.erase(s.begin() + static_cast<std::ptrdiff_t>(i - k), s.begin() + static_cast<std::ptrdiff_t>(i));
+      i -= k;
+    }
   }
 }
 
@@ -1464,6 +1522,7 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options)
   // one owner become one indexed loop (the one may need the other)
   const bool work = states_work(out.seq);
   if (work) absorb_peeled(out.seq, options.window);
+  if (work) rotate_loops_to_earliest_phase(out.seq);
   if (options.index_loops) index_loops(out.seq);
   if (work) {
     absorb_peeled(out.seq, options.window);
@@ -1546,8 +1605,12 @@ std::string to_text(const Seq& seq, int indent) {
       o << '\n';
     } else if (const auto* k = std::get_if<Compute>(&x.op)) {
       char buf[96];
-      std::snprintf(buf, sizeof buf, "compute mean=%.3g n=%llu", k->seconds.mean(),
-                    static_cast<unsigned long long>(k->seconds.n));
+      if (k->flops.n > 0 && k->flops.sum > 0)
+        std::snprintf(buf, sizeof buf, "compute mean=%.3g n=%llu flops=%.6g", k->seconds.mean(),
+                      static_cast<unsigned long long>(k->seconds.n), k->flops.mean());
+      else
+        std::snprintf(buf, sizeof buf, "compute mean=%.3g n=%llu", k->seconds.mean(),
+                      static_cast<unsigned long long>(k->seconds.n));
       o << pad << buf << '\n';
     } else {
       const Loop& l = std::get<Loop>(x.op);
