@@ -1825,22 +1825,44 @@ class Builder {
     return guarded;
   }
 
+  // The samples of a quantity in the innermost loop around it times that loop's count at each (run, rank): the
+  // quantity of one execution of the loop. False when the count does not change from run to run, or is unknown or 0.
+  bool per_execution_totals(const std::vector<Sample>& samples, std::vector<Sample>& total, std::vector<double>& count) const {
+    if (loop_counts_.empty() || !loop_counts_.back().varies) return false;
+    const LoopCounts& lc = loop_counts_.back();
+    total = samples;
+    count.clear();
+    for (Sample& x : total) {
+      auto it = lc.count.find({x.run, x.vars.at("rank")});
+      if (it == lc.count.end() || !(it->second > 0)) return false;
+      count.push_back(it->second);
+      x.value *= it->second;
+    }
+    return true;
+  }
+  // The mean relative error of `text` (divided by the count with `divided`) against the samples, each relative to
+  // max(value, floor).
+  double mean_rel_error(const std::string& text, const std::vector<Sample>& samples, const std::vector<double>& count, bool divided,
+                        double floor) const {
+    const std::optional<Feature> f = feature_of(text);
+    if (!f) return static_cast<double>(INFINITY);
+    double e = 0;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      const double v = f->eval(samples[i].vars) / (divided ? count[i] : 1.0);
+      e += std::fabs(v - samples[i].value) / std::max(samples[i].value, floor);
+    }
+    return e / static_cast<double>(samples.size());
+  }
+
   // A mean message size (sizes as statistics) in a loop whose count changes from run to run, when the bytes of one
   // execution of the loop predict the runs clearly better (as fit_loop_gap for compute): NPB MG's comm3 loop, a face
   // a quarter of the one above per level, has a mean per iteration that falls as levels are added (18% off at the
   // traced runs), while one execution's bytes follow the finest face. Each call's size is then those bytes divided by
   // the loop's count, rounded. "" to fit the mean per iteration as before.
   std::string size_per_execution(const std::vector<Sample>& samples, const std::string& where, nlohmann::json& fits) {
-    if (loop_counts_.empty() || !loop_counts_.back().varies) return "";
-    LoopCounts& lc = loop_counts_.back();
-    std::vector<Sample> total = samples;
+    std::vector<Sample> total;
     std::vector<double> count;
-    for (Sample& x : total) {
-      auto it = lc.count.find({x.run, x.vars.at("rank")});
-      if (it == lc.count.end() || !(it->second > 0)) return "";
-      count.push_back(it->second);
-      x.value *= it->second;
-    }
+    if (!per_execution_totals(samples, total, count)) return "";
     FitOptions fo;
     fo.integer = false;
     // the best of the regression and the face of the block (face_size), per iteration and per execution
@@ -1852,19 +1874,9 @@ class Builder {
       return f.expr;
     };
     const std::string per = best(samples), all = best(total);
-    auto error = [&](const std::string& text, bool divided) {
-      const std::optional<Feature> f = feature_of(text);
-      if (!f) return static_cast<double>(INFINITY);
-      double e = 0;
-      for (std::size_t i = 0; i < samples.size(); ++i) {
-        const double v = f->eval(samples[i].vars) / (divided ? count[i] : 1.0);
-        e += std::fabs(v - samples[i].value) / std::max(samples[i].value, 1.0);
-      }
-      return e / static_cast<double>(samples.size());
-    };
-    const double e_per = error(per, false), e_all = error(all, true);
+    const double e_per = mean_rel_error(per, samples, count, false, 1.0), e_all = mean_rel_error(all, samples, count, true, 1.0);
     if (!(e_per > PER_EXECUTION_MIN_ERROR && e_all < 0.5 * e_per)) return "";
-    lc.used = true;
+    loop_counts_.back().used = true;
     const std::string guarded = "max(0, floor((" + all + ")/(" + COUNT_PLACEHOLDER + ") + 0.5))";
     result.warnings.push_back(where + "/size: no exact expression fits every run (sizes as statistics); using the bytes of one execution of "
                               "its loop, \"" + all + "\", divided by the loop's count (mean relative error " + fmt_number(e_all) +
@@ -2419,34 +2431,17 @@ class Builder {
   // 20% low at N = 128) where the work of one execution is the finest level's, 116*N^3/P.
   std::string fit_loop_gap(const std::vector<Sample>& gap, const std::string& at, nlohmann::json& fits,
                            const char* field = "seconds") {
-    if (loop_counts_.empty() || !loop_counts_.back().varies) return fit_real(gap, at, fits, field);
-    LoopCounts& lc = loop_counts_.back();
-    std::vector<Sample> total = gap;
+    std::vector<Sample> total;
     std::vector<double> count;
-    for (Sample& x : total) {
-      auto it = lc.count.find({x.run, x.vars.at("rank")});
-      if (it == lc.count.end() || !(it->second > 0)) return fit_real(gap, at, fits, field);
-      count.push_back(it->second);
-      x.value *= it->second;
-    }
+    if (!per_execution_totals(gap, total, count)) return fit_real(gap, at, fits, field);
     const std::size_t warnings = result.warnings.size(), ambiguities = result.ambiguities.size();
     nlohmann::json per_fits = nlohmann::json::object(), total_fits = nlohmann::json::object();
     const std::string per = fit_real(gap, at, per_fits, field);
     const std::size_t warnings_per = result.warnings.size(), ambiguities_per = result.ambiguities.size();
     const std::string all = fit_real(total, at, total_fits, field);
-    auto error = [&](const std::string& text, bool divided) {
-      const std::optional<Feature> f = feature_of(text);
-      if (!f) return static_cast<double>(INFINITY);
-      double e = 0;
-      for (std::size_t i = 0; i < gap.size(); ++i) {
-        const double v = f->eval(gap[i].vars) / (divided ? count[i] : 1.0);
-        e += std::fabs(v - gap[i].value) / std::max(gap[i].value, 1e-12);
-      }
-      return e / static_cast<double>(gap.size());
-    };
     // per iteration unless that is more than 2% off on average and per execution halves it (a gap the same in every
     // iteration is fitted per iteration whatever fits the totals as well)
-    const double e_per = error(per, false), e_all = error(all, true);
+    const double e_per = mean_rel_error(per, gap, count, false, 1e-12), e_all = mean_rel_error(all, gap, count, true, 1e-12);
     if (!(e_per > PER_EXECUTION_MIN_ERROR && e_all < 0.5 * e_per)) {
       result.warnings.resize(warnings_per);
       result.ambiguities.resize(ambiguities_per);
@@ -2457,7 +2452,7 @@ class Builder {
     result.warnings.erase(result.warnings.begin() + static_cast<long>(warnings), result.warnings.begin() + static_cast<long>(warnings_per));
     result.ambiguities.erase(result.ambiguities.begin() + static_cast<long>(ambiguities),
                              result.ambiguities.begin() + static_cast<long>(ambiguities_per));
-    lc.used = true;
+    loop_counts_.back().used = true;
     fits = total_fits;
     fits[field]["per_execution"] = {{"mean_rel_error", e_all}, {"per_iteration", per}, {"per_iteration_mean_rel_error", e_per}};
     return "(" + all + ")/(" + COUNT_PLACEHOLDER + ")";
