@@ -667,9 +667,17 @@ class Emitter {
     }
     static const char* TYPES[] = {"MK_NORMAL", "MK_LOGNORMAL", "MK_UNIFORM", "MK_EMPIRICAL"};
     o << p << "  const double amount = " << call(c.amount) << ";\n"
-      << p << "  const double cv = " << (d.type == Distribution::Type::EMPIRICAL ? std::string("0.0") : call(d.cv)) << ";\n"
-      << p << "  mk_compute(S, " << block << ", amount * mk_multiplier(S, " << block << ", " << TYPES[static_cast<int>(d.type)] << ", cv, "
-      << q << "), " << (c.in_flops ? 1 : 0) << ");\n"
+      << p << "  const double cv = " << (d.type == Distribution::Type::EMPIRICAL ? std::string("0.0") : call(d.cv)) << ";\n";
+    if (d.same_on_ranks) {  // "draw": "same": RankRng::shared_stream of the block's k-th execution, then the rank's stream again
+      o << p << "  static uint64_t draws = 0;\n"
+        << p << "  const uint64_t own = S->rng;\n"
+        << p << "  S->rng = mk_mix64(mk_mix64(mk_mix64(S->seed ^ 0x73616D65ULL) + (uint64_t)" << block << ") + draws++);\n"
+        << p << "  const double m = mk_multiplier(S, " << block << ", " << TYPES[static_cast<int>(d.type)] << ", cv, " << q << ");\n"
+        << p << "  S->rng = own;\n";
+    } else {
+      o << p << "  const double m = mk_multiplier(S, " << block << ", " << TYPES[static_cast<int>(d.type)] << ", cv, " << q << ");\n";
+    }
+    o << p << "  mk_compute(S, " << block << ", amount * m, " << (c.in_flops ? 1 : 0) << ");\n"
       << p << "}\n";
   }
 

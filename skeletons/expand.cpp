@@ -79,7 +79,12 @@ struct Expander {
         value << cv;
         fail(block, "cv \"" + c.dist->cv.text() + "\" = " + value.str() + " " + why);
       }
-      op.amount *= sample_multiplier(*c.dist, cv, rng);
+      if (c.dist->same_on_ranks) {
+        RankRng same = coins.same_stream(block);
+        op.amount *= sample_multiplier(*c.dist, cv, same);
+      } else {
+        op.amount *= sample_multiplier(*c.dist, cv, rng);
+      }
     }
     push(op, block);
   }

@@ -43,6 +43,8 @@ inline std::uint64_t coin_hash(const std::string& name) {
   return h;
 }
 
+class RankRng;
+
 /** @brief One rank's view of the skeleton's shared coins: how many tosses of each coin of each rank it has read,
  *  so that its k-th read of rank q's coin C is q's k-th toss of C (a rank that sends on its own coin and receives
  *  on its neighbour's reads two streams, each at its own pace). */
@@ -58,6 +60,9 @@ class CoinTosses {
     const std::uint64_t hash = hashes_[static_cast<std::size_t>(coin)], k = read_[key]++;
     return even ? coin_toss_even(seed_, hash, of_rank, k) : coin_toss(seed_, hash, of_rank, k);
   }
+  /** @brief The stream of this rank's next execution of compute block `block`, whose distribution every rank draws
+   *  alike (`"draw": "same"`): RankRng::shared_stream at this rank's count of the block's executions. */
+  RankRng same_stream(int block);
 
  private:
   std::uint64_t seed_ = 0;
@@ -68,6 +73,13 @@ class CoinTosses {
 class RankRng {
  public:
   RankRng() = default;
+  /** @brief The stream of the k-th execution of block `block` of a compute whose distribution every rank draws alike
+   *  (`"draw": "same"`): a function of the seed, the block and k only, so that every rank's k-th draw is the same. */
+  static RankRng shared_stream(std::uint64_t seed, int block, std::uint64_t k) {
+    RankRng r;
+    r.state_ = mix64(mix64(mix64(seed ^ 0x73616D65ULL /* "same" */) + static_cast<std::uint64_t>(block)) + k);
+    return r;
+  }
   RankRng(std::uint64_t seed, int rank) : state_(seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(rank) + 1) {}
   /** @brief The next uniform number in [0, 1). */
   double uniform() {
@@ -79,5 +91,10 @@ class RankRng {
  private:
   std::uint64_t state_ = 0;
 };
+
+inline RankRng CoinTosses::same_stream(int block) {
+  const std::uint64_t key = (std::uint64_t{1} << 63) | static_cast<std::uint32_t>(block);  // apart from coins' keys
+  return RankRng::shared_stream(seed_, block, read_[key]++);
+}
 
 }  // namespace mksim::skeletons

@@ -49,6 +49,10 @@ struct Distribution {
   Type type = Type::NORMAL;
   Expr cv;                         ///< NORMAL, LOGNORMAL, UNIFORM: coefficient of variation (stddev / mean)
   std::vector<double> quantiles;   ///< EMPIRICAL: multipliers at p = 0, 0.1, ..., 1, non-decreasing, mean 1
+  /** @brief `"draw": "same"`: every rank draws the same multipliers, the k-th execution of the block the k-th of the
+   *  block's own stream (shared_stream), not of the rank's: iterations that differ by what they do (the levels of a
+   *  V-cycle) differ alike at every rank, where independent draws would make a balanced program wait. */
+  bool same_on_ranks = false;
 };
 
 /** @brief `compute`: local work, given in seconds or in flops (divided by the host's speed). */

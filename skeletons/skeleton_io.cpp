@@ -414,7 +414,7 @@ class Reader {
     Distribution d;
     if (type == "empirical") {
       d.type = Distribution::Type::EMPIRICAL;
-      allowed(j, at, {"type", "quantiles"}, "for an empirical distribution");
+      allowed(j, at, {"type", "quantiles", "draw"}, "for an empirical distribution");
       if (!j.contains("quantiles")) fail(at, "an empirical distribution needs \"quantiles\"");
       const Json& q = j["quantiles"];
       if (!q.is_array() || q.size() != Distribution::QUANTILES)
@@ -435,7 +435,7 @@ class Reader {
     } else if (type == "normal" || type == "lognormal" || type == "uniform") {
       d.type = type == "normal" ? Distribution::Type::NORMAL
                : type == "lognormal" ? Distribution::Type::LOGNORMAL : Distribution::Type::UNIFORM;
-      allowed(j, at, {"type", "cv"}, "for a " + type + " distribution");
+      allowed(j, at, {"type", "cv", "draw"}, "for a " + type + " distribution");
       if (!j.contains("cv")) fail(at, "a " + type + " distribution needs \"cv\" (coefficient of variation)");
       d.cv = expr(j["cv"], at + "/cv");
       if (d.cv.is_constant()) {
@@ -446,6 +446,12 @@ class Reader {
       }
     } else {
       fail(at + "/type", "unknown distribution type \"" + type + "\" (known: normal, lognormal, uniform, empirical)");
+    }
+    if (j.contains("draw")) {
+      if (!j["draw"].is_string() || (j["draw"] != "same" && j["draw"] != "rank"))
+        fail(at + "/draw", "must be \"same\" (every rank draws the same multipliers) or \"rank\" (each rank its own, the default), got " +
+                               j["draw"].dump());
+      d.same_on_ranks = j["draw"] == "same";
     }
     return d;
   }

@@ -318,6 +318,57 @@ TEST(BuilderV2, ADistributionIsNeverWiderThanItsDurations) {
   EXPECT_NEAR(dists[0].at("dist").at("cv").get<double>(), fit.at("cv").get<double>(), 1e-3) << dists[0].dump();
 }
 
+// A V-cycle's levels (NPB MG: one call site for every level, a quarter of the face and an eighth of the work per
+// level) fold into one loop with sizes as statistics; its work varies by a pattern that every rank follows in the
+// same order, so its distribution is drawn alike on every rank ("draw": "same"). Drawn by each rank on its own (cv
+// 1.2 for MG from mktrace traces), the slowest of P ranks set the pace of every exchange: MG's replay at P = 64 was
+// 60% waiting and 3 to 6 times SMPI's time. Sizes that vary by each rank's data keep each rank's own draws.
+TEST(BuilderV2, WorkThatVariesWithTheSizesOfItsLoopAlikeOnEveryRankIsDrawnAlike) {
+  auto program = [](bool by_rank) {
+    return [by_rank](int r, RankWriter& w) {
+      const int P = w.t.world_size;
+      w.call(Kind::INIT, 1, -1, -1, 0, 0);
+      // by rank: particles that cross a face, as many as the rank's data says (a hash of step and rank)
+      auto bytes = [by_rank](int q, int s) {
+        return by_rank ? 512L * (1 + static_cast<long>((static_cast<std::uint32_t>(s + 1) * 2654435761u ^ static_cast<std::uint32_t>(q + 1) * 40503u) % 13u))
+                       : 8192L >> (2 * (s % 3));
+      };
+      for (int s = 0; s < 24; ++s) {
+        w.call(Kind::SEND, 20, (r + 1) % P, 0, bytes(r, s), 2e-3 * static_cast<double>(bytes(r, s)) / 8192.0);
+        w.call(Kind::RECV, 21, (r + P - 1) % P, 0, bytes((r + P - 1) % P, s));
+      }
+      w.call(Kind::FINALIZE, 2);
+    };
+  };
+  mksim::skeletons::builder::BuildOptions vary;
+  vary.vary_sizes = 1;
+  for (const bool by_rank : {false, true}) {
+    const BuildResult res = build_skeleton({make_run(2, {}, program(by_rank)), make_run(4, {}, program(by_rank))}, vary);
+    std::vector<json> dists;
+    for (const auto& c : blocks_of(res.skeleton, "compute"))
+      if (c.contains("dist")) dists.push_back(c);
+    ASSERT_EQ(dists.size(), 1u) << res.skeleton.dump(2);
+    const json send = blocks_of(res.skeleton, "send").at(0);
+    ASSERT_TRUE(send.at("fit").contains("size_per_iteration")) << send.dump();
+    EXPECT_EQ(send.at("fit").at("size_per_iteration").at("alike_on_ranks"), !by_rank) << send.dump();
+    EXPECT_EQ(dists[0].at("dist").value("draw", "rank"), by_rank ? "rank" : "same") << dists[0].dump();
+    // expanded (as replayed): every rank's k-th execution draws the same amount, or each its own
+    const auto parsed = mksim::skeletons::parse_skeleton(res.skeleton.dump(), "built.json");
+    std::vector<std::vector<double>> amounts(3);
+    for (int rank = 0; rank < 3; ++rank)
+      for (const auto& op : mksim::skeletons::expand_rank(parsed, mksim::skeletons::bind_parameters(parsed, 8, {}), rank))
+        if (op.kind == mksim::skeletons::ExpandedOp::Kind::COMPUTE) amounts[static_cast<std::size_t>(rank)].push_back(op.amount);
+    ASSERT_GT(amounts[0].size(), 20u);
+    if (by_rank) {
+      EXPECT_NE(amounts[0], amounts[1]);
+    } else {
+      EXPECT_EQ(amounts[0], amounts[1]);
+      EXPECT_EQ(amounts[0], amounts[2]);
+      EXPECT_NE(*std::min_element(amounts[0].begin(), amounts[0].end()), *std::max_element(amounts[0].begin(), amounts[0].end()));
+    }
+  }
+}
+
 // ---- compute pooled over ranks, rank sets as probabilities, sizes in their domain (issue 17) ----
 
 namespace {

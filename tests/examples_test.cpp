@@ -364,6 +364,16 @@ TEST(Examples, SchemaV2ListsTheReadersOpsAndDistributions) {
       json extra = d;
       extra["bogus"] = 1;
       EXPECT_FALSE(reader_accepts(with_dist(extra), nullptr, 2)) << extra.dump();
+      // every value of the schema's optional "draw" is read; another is refused at its place
+      for (const auto& v : alt.at("properties").at("draw").at("enum")) {
+        json drawn = d;
+        drawn["draw"] = v;
+        EXPECT_TRUE(reader_accepts(with_dist(drawn), &why, 2)) << drawn.dump() << ": " << why;
+      }
+      json bad = d;
+      bad["draw"] = "each";
+      EXPECT_FALSE(reader_accepts(with_dist(bad), &why, 2)) << bad.dump();
+      EXPECT_NE(why.find("/dist/draw: must be \"same\""), std::string::npos) << why;
     }
   }
   EXPECT_EQ(types, (std::set<std::string>{"normal", "lognormal", "uniform", "empirical"}));

@@ -406,6 +406,46 @@ TEST(ReplayV2, SampledComputeIsWhatExpansionDraws) {
   }
 }
 
+// "draw": "same": the k-th execution of the block draws the same multiplier at every rank, so a ring whose work varies
+// widely (cv 1) stays balanced: every rank computes the same and finishes together. Drawn per rank, the same
+// skeleton's ranks compute different amounts and wait for each other. In a replay, as expand_rank draws them.
+TEST(ReplayV2, ComputeDrawnAlikeKeepsABalancedRingBalanced) {
+  auto ring = [](const std::string& draw) {
+    return sk2(R"J("params":{"R":40},"body":[{"op":"loop","id":"steps","count":"R","body":[
+      {"op":"compute","id":"work","seconds":1e-3,"dist":{"type":"lognormal","cv":1,"draw":")J" + draw + R"J("}},
+      {"op":"if","prob":0.5,"then":[{"op":"compute","id":"extra","seconds":0}]},
+      {"op":"irecv","peer":"(rank - 1) % P","size":8},{"op":"isend","peer":"(rank + 1) % P","size":8},
+      {"op":"waitall"}]}]})J");
+  };
+  auto lines = [](const std::string& text) {
+    std::vector<std::pair<double, double>> out;  // finish, compute per rank
+    std::istringstream in(text);
+    for (double f, c; in >> f >> c;) out.emplace_back(f, c);
+    return out;
+  };
+  const auto same = lines(replay_in_child(ring("same"), 4, 5)), own = lines(replay_in_child(ring("rank"), 4, 5));
+  ASSERT_EQ(same.size(), 4u);
+  ASSERT_EQ(own.size(), 4u);
+  for (int r = 1; r < 4; ++r) {
+    EXPECT_EQ(same[static_cast<std::size_t>(r)].second, same[0].second) << "rank " << r;
+    EXPECT_NEAR(same[static_cast<std::size_t>(r)].first, same[0].first, 1e-9 * same[0].first) << "rank " << r;
+    EXPECT_NE(own[static_cast<std::size_t>(r)].second, own[0].second) << "rank " << r;
+  }
+  // drawn per rank, each exchange waits for the slowest neighbour: later than the same amounts drawn alike
+  EXPECT_GT(own[0].first, same[0].first * 1.05);
+  // expansion draws the same amounts at every rank, whatever each rank's own stream does between them (the branch)
+  const auto s = ring("same");
+  const auto frame = skeletons::bind_parameters(s, 4, {});
+  std::vector<double> first;
+  for (int r = 0; r < 4; ++r) {
+    std::vector<double> amounts;
+    for (const auto& op : skeletons::expand_rank(s, frame, r, 5))
+      if (op.kind == skeletons::ExpandedOp::Kind::COMPUTE && op.amount > 0) amounts.push_back(op.amount);  // not "extra"
+    if (r == 0) first = amounts;
+    EXPECT_EQ(amounts, first) << "rank " << r;
+  }
+}
+
 TEST(ReplayV2, SampledComputeKeepsItsMeanAndIsReproducible) {
   auto s = sk2(SAMPLED);
   const int P = 4, R = 300;

@@ -414,7 +414,12 @@ class ReplayContext final : public P2PLayer {
       const double cv = c.dist->type == Distribution::Type::EMPIRICAL ? 0.0 : c.dist->cv.eval(rs.frame);
       if (std::string why = cv_problem(*c.dist, cv); !why.empty())
         throw ReplayError(where(r, b.index) + "cv \"" + c.dist->cv.text() + "\" = " + fmt(cv) + " " + why);
-      v *= sample_multiplier(*c.dist, cv, rs.rng);
+      if (c.dist->same_on_ranks) {
+        skeletons::RankRng same = rs.coins.same_stream(b.index);
+        v *= sample_multiplier(*c.dist, cv, same);
+      } else {
+        v *= sample_multiplier(*c.dist, cv, rs.rng);
+      }
     }
     double seconds = c.in_flops ? v / rs.peak_speed : v;
     if (!set_compute_.empty()) {  // what-ifs
