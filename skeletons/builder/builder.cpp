@@ -3900,17 +3900,20 @@ class Builder {
       s["tag"] = fit_call_int(u, tag_of, at, fits, "tag");
       send_sizes_by_tag_[{c.site, s["tag"].dump()}].insert(s["size"].dump());
       finish(std::move(s));
+      // the receive is the next block: its warnings and ambiguities name it, not the send
+      const std::size_t slash = at.rfind('/');
+      const std::string at_r = at.substr(0, slash + 1) + std::to_string(std::stoull(at.substr(slash + 1)) + 1);
       nlohmann::json r = {{"op", "irecv"}, {"req", req + "r"}};
       r["peer"] = c.peer2 == trace::ANY ? nlohmann::json("any")
-                                        : nlohmann::json(fit_comm_rank(u, std::max(decl, 0), [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).peer2); }, at, fits, "peer",
+                                        : nlohmann::json(fit_comm_rank(u, std::max(decl, 0), [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).peer2); }, at_r, fits, "peer",
                                                                        Topology::Shift::against_last));
       face_ = neighbour_side(r["peer"]);
-      r["size"] = fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes2); }, at, fits, "size");
+      r["size"] = fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes2); }, at_r, fits, "size");
       face_ = {};
       r["_recv_site"] = c.site;
       note_size_spread(u, true, fits);
       r["tag"] = c.tag2 == trace::ANY ? nlohmann::json("any")
-                                      : nlohmann::json(fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).tag2); }, at, fits, "tag"));
+                                      : nlohmann::json(fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).tag2); }, at_r, fits, "tag"));
       finish(std::move(r));
       finish({{"op", "wait"}, {"req", req + "s"}});
       finish({{"op", "wait"}, {"req", req + "r"}});
