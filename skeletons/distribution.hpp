@@ -31,4 +31,14 @@ double empirical_mean(const std::vector<double>& quantiles);
  *  one (uniform, empirical) or two or more (normal, lognormal) numbers of `rng`. */
 double sample_multiplier(const Distribution& dist, double cv, RankRng& rng);
 
+/** @brief One draw of the multiplier of the k-th execution of compute block `block` at a rank: from the block's
+ *  stream of that execution, identical at every rank, when the distribution is drawn alike (`"draw": "same"`;
+ *  CoinTosses::same_stream counts the executions), else from the rank's own stream `rng`. Replay and expansion
+ *  both call it, so that they draw the same numbers. */
+inline double draw_multiplier(const Distribution& dist, double cv, RankRng& rng, CoinTosses& coins, int block) {
+  if (!dist.same_on_ranks) return sample_multiplier(dist, cv, rng);
+  RankRng same = coins.same_stream(block);
+  return sample_multiplier(dist, cv, same);
+}
+
 }  // namespace mksim::skeletons

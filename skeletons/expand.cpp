@@ -79,12 +79,7 @@ struct Expander {
         value << cv;
         fail(block, "cv \"" + c.dist->cv.text() + "\" = " + value.str() + " " + why);
       }
-      if (c.dist->same_on_ranks) {
-        RankRng same = coins.same_stream(block);
-        op.amount *= sample_multiplier(*c.dist, cv, same);
-      } else {
-        op.amount *= sample_multiplier(*c.dist, cv, rng);
-      }
+      op.amount *= draw_multiplier(*c.dist, cv, rng, coins, block);
     }
     push(op, block);
   }

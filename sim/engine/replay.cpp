@@ -414,12 +414,7 @@ class ReplayContext final : public P2PLayer {
       const double cv = c.dist->type == Distribution::Type::EMPIRICAL ? 0.0 : c.dist->cv.eval(rs.frame);
       if (std::string why = cv_problem(*c.dist, cv); !why.empty())
         throw ReplayError(where(r, b.index) + "cv \"" + c.dist->cv.text() + "\" = " + fmt(cv) + " " + why);
-      if (c.dist->same_on_ranks) {
-        skeletons::RankRng same = rs.coins.same_stream(b.index);
-        v *= sample_multiplier(*c.dist, cv, same);
-      } else {
-        v *= sample_multiplier(*c.dist, cv, rs.rng);
-      }
+      v *= skeletons::draw_multiplier(*c.dist, cv, rs.rng, rs.coins, b.index);
     }
     double seconds = c.in_flops ? v / rs.peak_speed : v;
     if (!set_compute_.empty()) {  // what-ifs
