@@ -11,7 +11,7 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$OUT"
 predict() {  # MKSKEL TAG: build the batch's skeleton with MKSKEL, predict at P = 128; prints the predicted time
-  "$1" build "$T"/atm2d-* -o "$T/$2.skel.json" 2> "$T/$2.log"
+  "$1" build "$T"/atm2d-* -o "$T/$2.skel.json" > "$T/$2.out" 2> "$T/$2.log"
   "$B/sim/mksim" --platform "$HERE/platforms/paragon.xml" --P 128 --skeleton "$T/$2.skel.json" \
     --param N=1024,steps=5 -o "$T/$2.h5" > "$T/$2.txt"
   awk '/predicted time/ {print $3}' "$T/$2.txt"
@@ -21,7 +21,7 @@ ALL=""; ALL_OTHER=""
 for r in $(seq 1 "$R"); do
   T="$OUT/run$r"; rm -rf "$T"; mkdir -p "$T"
   for P in 2 4 8 16; do
-    for N in 256 512; do
+    for N in ${DEMO_SIZES:-256 512}; do
       "$B/trace/mktrace" -np "$P" --param N=$N --param steps=5 -o "$T/atm2d-$P-$N" --mpirun-opt --oversubscribe \
         -- "$B/apps/atm2d" $N 5 > /dev/null
     done
