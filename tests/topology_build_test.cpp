@@ -278,6 +278,52 @@ TEST(TopologyBuild, Sweep3dOctantSweepsAlignExactAtUntracedP) {
   expect_exact(mksim::skeletons::parse_skeleton(text, "sweep3d.json"), held, {{"N", 16}, {"mk", 4}, {"iters", 2}}, text);
 }
 
+// The corpus' NPB MG-like V-cycle (skeletons/apps/corpus/mg.c), traced with mktrace at P = 4, 8, 16 and N = 32, 64:
+// the restriction loop sends each level's faces, a grid half as fine per level (NPB's m1*m2, (m0 + 2)*m2, (m0 + 2)*
+// (m1 + 2) values of 8 bytes), and the prolongation loop the same levels back up. The iterations of each loop differ
+// only in sizes, which folded as statistics: each call had its mean over the levels, wrong at every level and off
+// from the first level of the first V-cycle at P = 32. Now each call's size is the finest level's face with N taken at
+// the loop's level (Builder::level_size): N/2^(k + 1) down, N/2^(count - 1 - k) up. Against real traces at P = 32
+// and 64 (dims 4 x 4 x 2 and 4 x 4 x 4, never traced), every operation of every rank is exact but the coarsest
+// level's halo (one comm3 per V-cycle, 12 sized halves), whose faces are functions of P alone that the traced P
+// do not tell apart (32*dims(P, 3, 0)^3/P along x).
+TEST(TopologyBuild, MultigridLevelSizesExactAtUntracedP) {
+  auto mg = [](int P, int N) {
+    return trace(MG, std::to_string(N) + " 2", P, 2, N, " --param N=" + std::to_string(N) + " --param iters=2");
+  };
+  std::vector<mksim::trace::Run> runs{mg(4, 32), mg(4, 64), mg(8, 32), mg(8, 64), mg(16, 32), mg(16, 64)};
+  const auto r = b::build_skeleton(runs);
+  const std::string text = r.skeleton.dump(2);
+  EXPECT_NE(text.find("levels, coarsening"), std::string::npos) << text;
+  EXPECT_NE(text.find("levels, refining"), std::string::npos) << text;
+  const auto sk = mksim::skeletons::parse_skeleton(text, "mg.json");
+  for (const int P : {32, 64}) {
+    const auto held = mg(P, 64);
+    const auto rep = b::compare_with_trace(sk, held, {{"N", 64}, {"iters", 2}});
+    ASSERT_EQ(rep.ranks.size(), static_cast<std::size_t>(P));
+    for (const auto& rc : rep.ranks) {
+      ASSERT_TRUE(rc.error.empty()) << "P=" << P << " rank " << rc.rank << ": " << rc.error;
+      // operation by operation (the communicator apart: compare_with_trace's first difference says it is the same)
+      auto want = b::traced_ops(held.ranks[static_cast<std::size_t>(rc.rank)], {});
+      auto got = b::expanded_ops(sk, P, {{"N", 64}, {"iters", 2}}, rc.rank);
+      for (auto* ops : {&want, &got})
+        for (b::CommOp& op : *ops) op.comm = 0;
+      if (rc.first_difference && rc.skeleton_op && rc.trace_op) {
+        EXPECT_EQ(rc.skeleton_op->comm, rc.trace_op->comm) << "P=" << P << " rank " << rc.rank;
+      }
+      ASSERT_EQ(got.size(), want.size()) << "P=" << P << " rank " << rc.rank;
+      std::size_t differ = 0;
+      std::string first;
+      for (std::size_t i = 0; i < got.size(); ++i)
+        if (!(got[i] == want[i])) {
+          if (first.empty()) first = "operation " + std::to_string(i) + ": skeleton " + b::describe(got[i]) + ", trace " + b::describe(want[i]);
+          ++differ;
+        }
+      EXPECT_LE(differ, 2u * 12u) << "P=" << P << " rank " << rc.rank << ", first at " << first;
+    }
+  }
+}
+
 TEST(TopologyBuild, DecompositionFormsAndDecimalCoefficients) {
   std::vector<b::Sample> s;
   for (double P : {4.0, 8.0, 16.0})

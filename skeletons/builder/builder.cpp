@@ -1246,15 +1246,14 @@ class Builder {
     return !b.taken.empty();
   }
 
-  // `rank` in an expression replaced by another expression (whole words only).
-  static std::string at_rank(const std::string& text, const std::string& rank) {
+  // A name in an expression replaced by a text (whole words only).
+  static std::string replace_name(const std::string& text, const std::string& name, const std::string& with) {
+    auto word = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
     std::string out;
     for (std::size_t i = 0; i < text.size();) {
-      const bool start = i == 0 || !(std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '_');
-      const std::size_t e = i + 4;
-      if (start && text.compare(i, 4, "rank") == 0 &&
-          (e >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '_'))) {
-        out += "(" + rank + ")";
+      const std::size_t e = i + name.size();
+      if ((i == 0 || !word(text[i - 1])) && text.compare(i, name.size(), name) == 0 && (e >= text.size() || !word(text[e]))) {
+        out += with;
         i = e;
       } else {
         out += text[i++];
@@ -1262,6 +1261,8 @@ class Builder {
     }
     return out;
   }
+  // `rank` in an expression replaced by another expression (whole words only).
+  static std::string at_rank(const std::string& text, const std::string& rank) { return replace_name(text, "rank", "(" + rank + ")"); }
 
   // Receives whose sizes are statistics (sizes_are_statistics): a receive's mean and its sender's mean are
   // regressed apart, so at some rank the message would be larger than its receive (a truncation, which stops
@@ -2437,6 +2438,8 @@ class Builder {
     std::map<std::pair<std::string, double>, double> count;
     bool varies = false;
     bool used = false;  // a gap of its body was written per execution (COUNT_PLACEHOLDER)
+    std::string var;    // the loop's variable: an indexed loop's, or one a size by level needed (level_size)
+    bool var_made = false;  // named by level_size: the block writes it
   };
   std::vector<LoopCounts> loop_counts_;
   std::set<const UNode*> warmed_up_;  // nodes whose gap's warm-up was peeled before their loop (has_warm_up)
@@ -3169,10 +3172,12 @@ class Builder {
         }
         for (const auto& [key, tn] : sum) lc.count[key] = tn.first / tn.second;
         for (const auto& [key, c] : lc.count) lc.varies = lc.varies || c != lc.count.begin()->second;
+        if (indexed) lc.var = loop_vars_.back();
         loop_counts_.push_back(std::move(lc));
       }
       block["body"] = emit_list(u.body, here, at + "/body");
       const bool per_execution = loop_counts_.back().used;
+      if (loop_counts_.back().var_made) block["var"] = loop_counts_.back().var;
       loop_counts_.pop_back();
       if (indexed) {
         const std::vector<Sample> counts = samples(u, [](const Node& n) { return static_cast<double>(std::get<Loop>(n.op).count); });
@@ -3344,6 +3349,111 @@ class Builder {
     }
   }
 
+  // An exact integer expression of P, rank and the parameters for a part of an iteration form (fit_indexed,
+  // level_size): the value all samples share, an exact fit without decimals, or a decomposition's; "" if none.
+  std::string exact_part(const std::vector<Sample>& smp) const {
+    bool all_same = true;
+    for (const Sample& x : smp) all_same = all_same && x.value == smp.front().value;
+    if (all_same) return fmt_number(smp.front().value);
+    FitOptions fo;
+    fo.integer = true;
+    fo.allow_rank = true;
+    const Fit g = fit_quantity(smp, params_, fo);
+    if (g.exact && !has_decimal_literal(g.expr)) return g.expr;
+    return decomposition_fit(smp, params_, {}, made_3d_grid());
+  }
+  // A rank's numbers by iteration of a loop with variable `k` (from 0), with the rank's variables.
+  struct IterObs {
+    Vars vars;
+    std::vector<std::int64_t> values;
+  };
+  // Whether the text, as the replay engine reads it, gives every value of every observation.
+  bool reproduces_by_iteration(const std::string& t, const std::string& k, const std::vector<IterObs>& obs) const {
+    SymbolTable sym;
+    sym.add("P");
+    sym.add("rank");
+    for (const std::string& p : params_) sym.add(p);
+    const int kslot = sym.add(k);
+    Expr e;
+    try {
+      e = parse_expr(t, sym);
+    } catch (const std::exception&) {
+      return false;
+    }
+    std::vector<double> frame(sym.size(), 0.0);
+    for (const IterObs& x : obs) {
+      frame[0] = x.vars.at("P");
+      frame[1] = x.vars.at("rank");
+      for (std::size_t i = 0; i < params_.size(); ++i) frame[2 + i] = x.vars.at(params_[i]);
+      for (std::size_t i = 0; i < x.values.size(); ++i) {
+        frame[static_cast<std::size_t>(kslot)] = static_cast<double>(i);
+        if (e.eval(frame) != static_cast<double>(x.values[i])) return false;
+      }
+    }
+    return true;
+  }
+
+  // A size (sizes as statistics) of a loop whose iterations coarsen or refine a grid level by level, the same way
+  // in every execution of the loop (NPB MG's V-cycle: each level's faces those of a grid half as fine): at
+  // iteration k, the same exact expression (exact_part: a decomposition's face, ghosts included) of a parameter X
+  // taken at X/2^(k + s) (coarsening; s = 0..3 the levels above the loop's first) or X/2^(count - 1 - k + s)
+  // (refining), checked at every iteration of every rank of every run. The loop then names its variable
+  // (LoopCounts::var). "" when that does not hold: sizes whose iterations differ from one execution to the next
+  // (data), or that no level of any parameter gives.
+  std::string level_size(const UNode& u, bool received, nlohmann::json& fits) {
+    if (loop_counts_.empty() || params_.empty()) return "";
+    LoopCounts& lc = loop_counts_.back();
+    std::vector<IterObs> obs;
+    bool varies = false;
+    for (const Occ& o : u.occ)
+      for (std::size_t i = 0; i < o.nodes.size(); ++i) {
+        const Call& c = std::get<Call>(o.nodes[i]->op);
+        const std::vector<std::int64_t>& s = received ? c.seq2 : c.seq;
+        if (!c.vary || s.empty()) return "";
+        const Member& m = members_[shapes_[o.shape][i]];
+        Vars vars = vars_of(m);
+        const auto it = lc.count.find({m.run->name, vars.at("rank")});
+        if (it == lc.count.end() || !(it->second >= 1) || it->second != std::floor(it->second)) return "";
+        const auto n = static_cast<std::size_t>(it->second);
+        if (s.size() % n != 0) return "";
+        for (std::size_t j = n; j < s.size(); ++j)
+          if (s[j] != s[j % n]) return "";
+        std::vector<std::int64_t> v(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(n));
+        for (std::size_t j = 1; j < n; ++j) varies = varies || v[j] != v[0];
+        obs.push_back({std::move(vars), std::move(v)});
+      }
+    if (!varies) return "";
+    const std::string level = "__level__";  // the level index while checking: k (coarsening) or count - 1 - k
+    for (const bool coarsening : {true, false}) {
+      std::vector<IterObs> by_level = obs;
+      if (!coarsening)
+        for (IterObs& x : by_level) std::reverse(x.values.begin(), x.values.end());
+      for (int shift = 0; shift <= 3; ++shift)
+        for (const std::string& X : params_) {
+          std::vector<Sample> pooled;
+          for (const IterObs& x : by_level)
+            for (std::size_t j = 0; j < x.values.size(); ++j) {
+              Sample smp{x.vars, static_cast<double>(x.values[j]), {}};
+              smp.vars[X] = x.vars.at(X) / std::ldexp(1.0, static_cast<int>(j) + shift);
+              pooled.push_back(std::move(smp));
+            }
+          const std::string f = exact_part(pooled);
+          if (f.empty()) continue;
+          const std::string at_level = "(" + X + "/2^(" + level + (shift ? " + " + std::to_string(shift) : "") + "))";
+          const std::string t = "max(0, floor(" + replace_name(f, X, at_level) + " + 0.5))";
+          if (!reproduces_by_iteration(t, level, by_level)) continue;
+          if (lc.var.empty()) lc.var = loop_var_name(), lc.var_made = true;
+          const std::string index = coarsening ? lc.var : "(" + std::string(COUNT_PLACEHOLDER) + " - 1 - " + lc.var + ")";
+          if (!coarsening) lc.used = true;
+          const std::string text = replace_name(t, level, index);
+          fits["size"] = {{"expr", f}, {"guard", text}, {"form", coarsening ? "levels, coarsening" : "levels, refining"},
+                          {"level_of", X}, {"var", lc.var}, {"samples", pooled.size()}};
+          return text;
+        }
+    }
+    return "";
+  }
+
   // A number of a call that changes with the iteration of its (indexed) loop: base + step * floor((k + offset) /
   // len) (step_form), each of the four an exact expression of P, the parameters and rank over every rank of every
   // run (a rank whose number does not change has only a base); peers and roots on a declared communicator as its
@@ -3387,17 +3497,7 @@ class Builder {
         obs.push_back(std::move(x));
         obs_run.push_back(m.run->name);
       }
-    auto exact = [&](const std::vector<Sample>& smp) -> std::string {
-      bool all_same = true;
-      for (const Sample& x : smp) all_same = all_same && x.value == smp.front().value;
-      if (all_same) return fmt_number(smp.front().value);
-      FitOptions fo;
-      fo.integer = true;
-      fo.allow_rank = true;
-      const Fit g = fit_quantity(smp, params_, fo);
-      if (g.exact && !has_decimal_literal(g.expr)) return g.expr;
-      return decomposition_fit(smp, params_, {}, made_3d_grid());
-    };
+    auto exact = [&](const std::vector<Sample>& smp) { return exact_part(smp); };
     const std::string& k = loop_vars_.back();
     auto atom = [](const std::string& x) {  // a number or a name needs no parentheses
       return x.find_first_not_of("0123456789.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_") == std::string::npos;
@@ -3476,30 +3576,9 @@ class Builder {
       return t;
     };
     // the check: the text as the replay engine reads it, at every iteration of every rank
-    auto reproduces = [&](const std::string& t) {
-      SymbolTable sym;
-      sym.add("P");
-      sym.add("rank");
-      for (const std::string& p : params_) sym.add(p);
-      const int kslot = sym.add(k);
-      Expr e;
-      try {
-        e = parse_expr(t, sym);
-      } catch (const std::exception&) {
-        return false;
-      }
-      std::vector<double> frame(sym.size(), 0.0);
-      for (const Obs& x : obs) {
-        frame[0] = x.vars.at("P");
-        frame[1] = x.vars.at("rank");
-        for (std::size_t i = 0; i < params_.size(); ++i) frame[2 + i] = x.vars.at(params_[i]);
-        for (std::size_t i = 0; i < x.values.size(); ++i) {
-          frame[static_cast<std::size_t>(kslot)] = static_cast<double>(i);
-          if (e.eval(frame) != static_cast<double>(x.values[i])) return false;
-        }
-      }
-      return true;
-    };
+    std::vector<IterObs> checked;
+    for (const Obs& x : obs) checked.push_back({x.vars, x.values});
+    auto reproduces = [&](const std::string& t) { return reproduces_by_iteration(t, k, checked); };
     std::string t = steps_text();
     if (t.empty() || !reproduces(t)) t = ratio_text();
     if (t.empty() || !reproduces(t)) {
@@ -3872,7 +3951,9 @@ class Builder {
                                recv ? Topology::Shift::pairs_recv : Topology::Shift::pairs_send); }));
       }
       face_ = neighbour_side(b["peer"]);
-      b["size"] = with_iterations(u, decl, "size", at, fits, [&] { return fit_call_int(u, bytes_of, at, fits, "size"); });
+      b["size"] = with_iterations(u, decl, "size", at, fits, [&] {
+        const std::string g = level_size(u, false, fits);
+        return g.empty() ? fit_call_int(u, bytes_of, at, fits, "size") : g; });
       face_ = {};
       if (c.kind == Kind::RECV || c.kind == Kind::IRECV) b["_recv_site"] = c.site;
       else send_sizes_[c.site].insert(b["size"].dump()), b["_send_site"] = c.site;
@@ -3892,7 +3973,8 @@ class Builder {
       // receive against its send (Topology::Shift)
       s["peer"] = fit_comm_rank(u, std::max(decl, 0), peer_of, at, fits, "peer", Topology::Shift::against_last_send);
       face_ = neighbour_side(s["peer"]);
-      s["size"] = fit_call_int(u, bytes_of, at, fits, "size");
+      s["size"] = level_size(u, false, fits);
+      if (s["size"] == "") s["size"] = fit_call_int(u, bytes_of, at, fits, "size");
       face_ = {};
       send_sizes_[c.site].insert(s["size"].dump());
       s["_send_site"] = c.site;
@@ -3908,7 +3990,9 @@ class Builder {
                                         : nlohmann::json(fit_comm_rank(u, std::max(decl, 0), [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).peer2); }, at_r, fits, "peer",
                                                                        Topology::Shift::against_last));
       face_ = neighbour_side(r["peer"]);
-      r["size"] = fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes2); }, at_r, fits, "size");
+      r["size"] = level_size(u, true, fits);
+      if (r["size"] == "")
+        r["size"] = fit_call_int(u, [](const Node& n) { return static_cast<double>(std::get<Call>(n.op).bytes2); }, at_r, fits, "size");
       face_ = {};
       r["_recv_site"] = c.site;
       note_size_spread(u, true, fits);

@@ -125,6 +125,19 @@ void Compute::merge(const Compute& o) {
   flops.merge(o.flops);
 }
 
+void Call::merge_sizes(const Call& o) {
+  sizes.merge(o.sizes);
+  sizes2.merge(o.sizes2);
+  seq_lost = seq_lost || o.seq_lost || seq.size() + o.seq.size() > SEQUENCE_MAX;
+  if (seq_lost) {
+    std::vector<std::int64_t>().swap(seq);
+    std::vector<std::int64_t>().swap(seq2);
+    return;
+  }
+  seq.insert(seq.end(), o.seq.begin(), o.seq.end());
+  seq2.insert(seq2.end(), o.seq2.begin(), o.seq2.end());
+}
+
 bool Call::same(const Call& o) const {
   const bool sizes_free = vary && o.vary;
   return kind == o.kind && site == o.site && comm == o.comm && peer == o.peer && tag == o.tag &&
@@ -180,8 +193,7 @@ void merge_into(Node& a, const Node& b) {
   if (auto* c = std::get_if<Call>(&a.op)) {
     const Call& o = std::get<Call>(b.op);
     c->inside.merge(o.inside);
-    c->sizes.merge(o.sizes);
-    c->sizes2.merge(o.sizes2);
+    c->merge_sizes(o);
   } else if (auto* k = std::get_if<Compute>(&a.op)) {
     k->merge(std::get<Compute>(b.op));
   } else {
@@ -841,8 +853,7 @@ bool merge_loops(Seq& s, std::size_t a, std::size_t b) {
       if (auto* c = std::get_if<Call>(&merged.body[p].op)) {
         const Call& o = std::get<Call>(l.body[p].op);
         c->inside.merge(o.inside);
-        c->sizes.merge(o.sizes);
-        c->sizes2.merge(o.sizes2);
+        c->merge_sizes(o);
       } else {
         merge_into(merged.body[p], l.body[p]);
       }
@@ -1503,6 +1514,8 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options)
       c.vary = true;
       c.sizes.add(static_cast<double>(c.bytes));
       c.sizes2.add(static_cast<double>(c.bytes2));
+      c.seq.push_back(c.bytes);
+      c.seq2.push_back(c.bytes2);
     }
     ++out.events;
     Node n;

@@ -97,6 +97,14 @@ struct Call {
   bool vary = false;
   Stats sizes;   ///< vary: bytes of every occurrence
   Stats sizes2;  ///< vary: bytes2 of every occurrence
+  /// vary: bytes and bytes2 of every occurrence in program order (folding merges a later occurrence into an
+  /// earlier one), for the sizes of a loop that change by iteration in the same way in each of its executions
+  /// (NPB MG's levels); both empty once more than SEQUENCE_MAX were seen (`seq_lost`)
+  std::vector<std::int64_t> seq, seq2;
+  bool seq_lost = false;
+  static constexpr std::size_t SEQUENCE_MAX = 1u << 14;
+  /// Folds o's sizes (a later occurrence of the same call) into this call's.
+  void merge_sizes(const Call& o);
   /// index_loops: the numbers that change with the iteration of the enclosing (merged) loop; null otherwise
   std::shared_ptr<const IterValues> iter;
   bool same(const Call& o) const;
