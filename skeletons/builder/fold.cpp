@@ -1515,7 +1515,7 @@ RankProgram fold_rank(const trace::RankTrace& trace, const FoldOptions& options)
       c.sizes.add(static_cast<double>(c.bytes));
       c.sizes2.add(static_cast<double>(c.bytes2));
       c.seq.push_back(c.bytes);
-      c.seq2.push_back(c.bytes2);
+      if (c.kind == Kind::SENDRECV) c.seq2.push_back(c.bytes2);  // the only call with a second size
     }
     ++out.events;
     Node n;

@@ -97,9 +97,9 @@ struct Call {
   bool vary = false;
   Stats sizes;   ///< vary: bytes of every occurrence
   Stats sizes2;  ///< vary: bytes2 of every occurrence
-  /// vary: bytes and bytes2 of every occurrence in program order (folding merges a later occurrence into an
-  /// earlier one), for the sizes of a loop that change by iteration in the same way in each of its executions
-  /// (NPB MG's levels); both empty once more than SEQUENCE_MAX were seen (`seq_lost`)
+  /// vary: bytes (and, for MPI_Sendrecv only, bytes2) of every occurrence in program order (folding merges a
+  /// later occurrence into an earlier one), for the sizes of a loop that change by iteration in the same way in
+  /// each of its executions (NPB MG's levels); both empty once more than SEQUENCE_MAX were seen (`seq_lost`)
   std::vector<std::int64_t> seq, seq2;
   bool seq_lost = false;
   static constexpr std::size_t SEQUENCE_MAX = 1u << 14;
