@@ -952,6 +952,9 @@ results::RunResult replay(const Skeleton& sk, const ReplayOptions& opt) {
                     << ": running without stack guards, which takes ~90 KiB per rank instead of ~20 KiB"
                     << " (raise it with: sysctl -w vm.max_map_count=" << maps_needed << ")\n";
   }
+#ifdef MKSIM_THREAD_CONTEXTS
+  config.push_back("contexts/factory:thread");  // sanitizer builds: ASan cannot follow SimGrid's raw context switches
+#endif
   for (const auto& c : opt.simgrid_config) config.push_back(c);
   for (const auto& c : config) args.push_back("--cfg=" + c);
   std::vector<char*> argv;
