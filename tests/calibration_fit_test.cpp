@@ -279,6 +279,12 @@ TEST(FitPlatform, Seed000Table1FromP4RowsPredictsTheOthers) {
 }
 
 TEST(FitPlatform, Seed000Table1FromMksSingleRunWithOsNoise) {
+#ifdef __SANITIZE_ADDRESS__
+  // 430-670 s under the sanitizers (each simulated rank a thread there), the longest test of CI's second pass, for
+  // figures the release build checks; the same fit and validation run under them in the test above, and the noise
+  // replay (NoiseLoad, program_noise_gain, replay_load_seeds) in load_test's Noise tests.
+  GTEST_SKIP() << "the release build checks this experiment's figures";
+#endif
   const Table1 t = load_table1("table1b");
   run_experiment(t, {"(b) MK's single run, P = 4, lambda = 128", {t.p4[0]}, [](std::size_t i) { return i != 0; }, 0.035, 0.047, true});
   fs::remove_all(t.dir);
