@@ -640,6 +640,54 @@ int main(int argc, char **argv)
 
 }  // namespace
 
+// A program that links MPI calls the tracer does not wrap (MPI_Sendrecv_replace, MPI_Ibarrier): their time would go
+// into the computation around them and their messages would be missing, silently. The launcher reads the dynamic
+// symbols the program links, names such calls on stderr and in run.json, and the reader makes it a run warning (which
+// mkskel build prints). What it records is still exact: the send and receive that follow.
+TEST_F(TraceTest, MpiCallsTheTracerDoesNotRecordAreNamed) {
+  const fs::path src = tmp_ / "untraced.c", exe = tmp_ / "untraced";
+  {
+    std::ofstream(src) << R"(#include <mpi.h>
+int main(int argc, char **argv) {
+    int rank, P;
+    double x[4] = {1, 2, 3, 4};
+    MPI_Request rq;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    MPI_Sendrecv_replace(x, 4, MPI_DOUBLE, (rank + 1) % P, 0, (rank + P - 1) % P, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Ibarrier(MPI_COMM_WORLD, &rq);
+    MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    MPI_Send(x, 1, MPI_DOUBLE, (rank + 1) % P, 1, MPI_COMM_WORLD);
+    MPI_Recv(x, 1, MPI_DOUBLE, (rank + P - 1) % P, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Finalize();
+    return 0;
+}
+)";
+  }
+  ASSERT_EQ(std::system((std::string(MKSIM_MPICC) + " -O1 -o " + exe.string() + " " + src.string()).c_str()), 0);
+  const fs::path dir = tmp_ / "untraced-run";
+  ASSERT_EQ(trace(exe.string(), 2, "", dir), 0) << slurp_text(dir.string() + ".log");
+  const std::string log = slurp_text(dir.string() + ".log");
+  EXPECT_NE(log.find("links MPI functions this tracer does not record: MPI_Ibarrier, MPI_Sendrecv_replace"), std::string::npos)
+      << log;
+  EXPECT_NE(slurp_text(dir / "run.json").find(R"("untraced_calls": ["MPI_Ibarrier", "MPI_Sendrecv_replace"])"),
+            std::string::npos)
+      << slurp_text(dir / "run.json");
+  const mksim::trace::Run run = mksim::trace::read_run(dir.string(), {.require_complete = true});
+  ASSERT_EQ(run.warnings.size(), 1u) << ::testing::PrintToString(run.warnings);
+  EXPECT_NE(run.warnings[0].find("run.json: the program links MPI functions mktrace does not record (MPI_Ibarrier, "
+                                 "MPI_Sendrecv_replace)"),
+            std::string::npos)
+      << run.warnings[0];
+  for (int r = 0; r < 2; ++r) {  // what is wrapped is recorded: the wait on the untraced request completes nothing traced
+    std::vector<Kind> kinds;
+    for (const auto& e : run.ranks[r].events) kinds.push_back(e.kind);
+    EXPECT_NE(std::find(kinds.begin(), kinds.end(), Kind::SEND), kinds.end());
+    EXPECT_NE(std::find(kinds.begin(), kinds.end(), Kind::RECV), kinds.end());
+  }
+}
+
 TEST_F(TraceTest, SubCommunicatorsSendrecvAnySourceCollectivesAndAbort) {
   const fs::path src = tmp_ / "coverage.c", exe = tmp_ / "coverage";
   { std::ofstream(src) << COVERAGE_C; }
@@ -650,6 +698,9 @@ TEST_F(TraceTest, SubCommunicatorsSendrecvAnySourceCollectivesAndAbort) {
   // the whole 300 s timeout beside other jobs (2026-11-26, no output), as the topology test did with treematch
   ASSERT_EQ(trace(exe.string(), 4, "", dir, "", "OMPI_MCA_topo=basic "), 0) << slurp_text(dir.string() + ".log");
   const mksim::trace::Run run = mksim::trace::read_run(dir.string(), {.require_complete = true});
+  // every MPI call it links is one the tracer records: the launcher names none
+  EXPECT_TRUE(run.warnings.empty()) << ::testing::PrintToString(run.warnings);
+  EXPECT_EQ(slurp_text(dir / "run.json").find("untraced_calls"), std::string::npos);
   // split with key -rank: sub-communicator 1 holds world {2, 0} (colour 0) or {3, 1} (colour 1)
   const int partner[4] = {2, 3, 0, 1}, sub_root[4] = {2, 3, 2, 3};
   std::set<int> any_sources;

@@ -534,6 +534,15 @@ Run read_run(const std::string& dir, const ReadOptions& options) {
     if (run.P <= 0) throw TraceError(json_path, TraceError::NO_OFFSET, "/P: must be positive");
     run.command = j.at("command").get<std::vector<std::string>>();
     if (j.contains("executable")) run.executable = j.at("executable").get<std::string>();
+    // MPI functions the program links that the tracer does not wrap (the launcher's check): said, never silent
+    if (j.contains("untraced_calls")) {
+      std::string list;
+      for (const auto& c : j.at("untraced_calls")) list += (list.empty() ? "" : ", ") + c.get<std::string>();
+      if (!list.empty())
+        run.warnings.push_back(json_path + ": the program links MPI functions mktrace does not record (" + list +
+                               "): where it calls them, their time is in the computation around them and what they "
+                               "communicate is not in the skeleton");
+    }
     if (j.contains("cores")) {
       run.cores = integer("cores");
       if (run.cores <= 0) throw TraceError(json_path, TraceError::NO_OFFSET, "/cores: must be positive");

@@ -149,7 +149,8 @@ struct Run {
   std::vector<RankTrace> ranks;
   std::vector<std::string> problems;  ///< one message per rank that did not end at MPI_Finalize
   /// what an importer could not represent and left out or approximated, one line per kind with its count and
-  /// where it was (SimGrid TI traces: non-blocking collectives read as blocking, ...); empty for binary traces
+  /// where it was (SimGrid TI traces: non-blocking collectives read as blocking, ...); for binary traces, the MPI
+  /// functions the program links that mktrace does not record (run.json `untraced_calls`), if any
   std::vector<std::string> warnings;
   /** @brief Every rank reached MPI_Finalize with a valid footer. */
   bool complete() const { return problems.empty(); }
