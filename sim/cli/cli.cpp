@@ -811,10 +811,19 @@ int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std:
   if (inputs.empty()) throw UsageError("mkskel build: give at least one traced run");
   std::vector<trace::Run> runs;
   std::uintmax_t trace_bytes = 0;
+  // what an importer could not represent exactly (SimGrid TI traces) or the tracer did not record: counted, said,
+  // never silent; a warning that only the run's directory sets apart is said once, with every run it concerns
+  std::vector<std::pair<std::string, std::vector<std::string>>> run_warnings;  // (text after the run's dir, dirs)
   for (const auto& in : inputs) {
     runs.push_back(read_any_run(in));
-    // what an importer could not represent exactly (SimGrid TI traces): counted, said, never silent
-    for (const auto& w : runs.back().warnings) err << "mkskel: warning: " << w << "\n";
+    for (const auto& w : runs.back().warnings) {
+      const std::string& dir = runs.back().dir;
+      const bool own = !dir.empty() && w.rfind(dir, 0) == 0;
+      const std::string rest = own ? w.substr(dir.size()) : w;
+      auto it = std::find_if(run_warnings.begin(), run_warnings.end(), [&](const auto& x) { return x.first == rest; });
+      if (!own || it == run_warnings.end()) run_warnings.push_back({rest, {own ? dir : ""}});
+      else it->second.push_back(dir);
+    }
     const std::string p = in.substr(0, in.find("::"));
     if (fs::is_directory(p)) {
       for (const auto& f : fs::directory_iterator(p))
@@ -822,6 +831,15 @@ int cmd_skel_build(const std::vector<std::string>& args, std::ostream& out, std:
     } else {
       trace_bytes += fs::file_size(p);
     }
+  }
+  for (const auto& [rest, dirs] : run_warnings) {
+    if (dirs.size() == 1) {
+      err << "mkskel: warning: " << dirs.front() << rest << "\n";
+      continue;
+    }
+    std::string all;
+    for (const auto& d : dirs) all += (all.empty() ? "" : ", ") + d;
+    err << "mkskel: warning: " << dirs.size() << " runs (" << all << "), in each " << (rest.rfind('/', 0) == 0 ? rest.substr(1) : rest) << "\n";
   }
   skeletons::builder::BuildOptions bo;
   bo.name = name;
