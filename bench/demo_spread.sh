@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The demo's spread (issue 17): scripts/demo.sh's steps 1-3 (ATM2D traced at P = 2..16, N = 256 and 512, one
-# skeleton, predicted at 128 ranks on the Paragon) repeated R times; prints each run's predicted time and wait
+# skeleton, predicted at 128 ranks on the Paragon) repeated R times (DEMO_SIZES="A B": other sizes); prints each run's predicted time and wait
 # share, then the spread (max - min) / mean.
 # usage: bench/demo_spread.sh BUILD_DIR OUT_DIR [R [OTHER_BUILD_DIR]]   (BUILD_DIR: a build of mksim with
 #        trace/mktrace, sim/mkskel, sim/mksim and apps/atm2d; OTHER_BUILD_DIR: another build's sim/mkskel, which
@@ -26,7 +26,8 @@ for r in $(seq 1 "$R"); do
         -- "$B/apps/atm2d" $N 5 > /dev/null
     done
   done
-  "$B/trace/mktrace" -np 4 --param N=256 --param steps=8 -o "$T/atm2d-4-256-8" -- "$B/apps/atm2d" 256 8 > /dev/null
+  N8=$(echo ${DEMO_SIZES:-256 512} | awk '{print $1}')  # the run of 8 steps at the smallest size traced
+  "$B/trace/mktrace" -np 4 --param N=$N8 --param steps=8 -o "$T/atm2d-4-$N8-8" -- "$B/apps/atm2d" $N8 8 > /dev/null
   t=$(predict "$B/sim/mkskel" atm2d); ALL="$ALL $t"
   line="run $r: predicted time $t s, wait share $(awk '$1 == "wait" {print $3; exit}' "$T/atm2d.txt")"
   if [ -n "$OTHER" ]; then
