@@ -27,10 +27,11 @@ namespace {
 
 const std::string SK = std::string(MKSIM_SOURCE_DIR) + "/tests/data/coll_loop.json";
 
-/** @brief Runs a shell command; returns its exit status and fills `out` with its stdout and stderr. */
-int run(const std::string& cmd, std::string& out) {
+/** @brief Runs a shell command; returns its exit status and fills `out` with its stdout and (with_stderr) its stderr;
+ *  without, its stderr goes to the test's own, in the log. */
+int run(const std::string& cmd, std::string& out, bool with_stderr = true) {
   out.clear();
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  FILE* p = ::popen((cmd + (with_stderr ? " 2>&1" : "")).c_str(), "r");
   if (!p) return -1;
   std::array<char, 4096> buf{};
   while (std::fgets(buf.data(), buf.size(), p)) out += buf.data();
@@ -76,7 +77,9 @@ class MeasuredCollectives : public ::testing::Test {
     std::string out;
     const std::string cmd = std::string(MKSIM_BIN " model --no-skew --format json --platform ") + platform + " --P " + std::to_string(P) +
                             " --skeleton " + SK + (with_db ? " --collectives " + dbs : "");
-    EXPECT_EQ(run(cmd, out), 0) << cmd << "\n" << out;
+    // stdout only: the JSON; a line on stderr ("[0.000000] ..." from SimGrid, once in two clean-clone runs of the suite,
+    // 2026-11-29) made it unparsable
+    EXPECT_EQ(run(cmd, out, false), 0) << cmd << "\n" << out;
     return nlohmann::json::parse(out).at("T_s").get<double>();
   }
 };
