@@ -129,6 +129,10 @@ static struct {
     uint16_t flags_next; /* the flags field of the next record (wildcards posted by a receive), then 0 */
     struct sigaction old[MKT_SIGNALS];
     char path[4096];
+#ifdef SMPI_H
+    void *self_base;     /* where this rank's copy of the program (and of this tracer, linked into it) is loaded */
+    char self_path[4096]; /* the program's path (MKTRACE_PROGRAM from the launcher), the name of its frames */
+#endif
 } g = {.fd = -1};
 
 static const int mkt_signals[MKT_SIGNALS] = {SIGTERM, SIGINT, SIGSEGV};
@@ -443,6 +447,11 @@ static uint64_t site_of_frames(void *const *fr, uint32_t depth)
         if (dladdr(fr[f], &info) && info.dli_fname) {
             mod = info.dli_fname;
             off = (uint64_t)((uintptr_t)fr[f] - (uintptr_t)info.dli_fbase);
+#ifdef SMPI_H
+            /* Under SMPI each rank runs its own copy of the program (smpirun's dlopen privatization), each under
+             * another temporary name: the program's frames are named by the program itself, as under mpirun. */
+            if (info.dli_fbase == g.self_base) mod = g.self_path;
+#endif
         }
         s.raw[f] = fr[f];
         s.module[f] = module_index(mod);
@@ -691,7 +700,9 @@ static void complete(uint64_t key, const MPI_Status *st, double te, double tx, u
     int32_t peer = e.peer, tag = e.tag;
     int64_t bytes = e.bytes;
     if (e.is_recv && st) {
-        peer = to_world(e.comm_index, st->MPI_SOURCE);
+        /* the status names the sender only where the receive did not: SMPI 3.32 gives a receive from the rank
+         * itself (MPI_Sendrecv to self) MPI_SOURCE = rank + 1, while the data is right */
+        if (e.peer == MKTRACE_ANY) peer = to_world(e.comm_index, st->MPI_SOURCE);
         tag = st->MPI_TAG;
         int c = 0;
         if (PMPI_Get_count(st, MPI_BYTE, &c) == MPI_SUCCESS && c != MPI_UNDEFINED) bytes = c;
@@ -769,6 +780,18 @@ static int start(void)
         g.cpu_exit = cpu_now();
         g.wall_exit = 0.0;
     }
+#ifdef SMPI_H
+    Dl_info self;
+    if (dladdr((void *)&g, &self)) g.self_base = self.dli_fbase; /* g lives in this copy too */
+    /* the program's path as the launcher found it: the process itself is SimGrid's smpimain, which loads the copies */
+    const char *prog = getenv("MKTRACE_PROGRAM");
+    if (prog && *prog) {
+        snprintf(g.self_path, sizeof g.self_path, "%s", prog);
+    } else {
+        ssize_t len = readlink("/proc/self/exe", g.self_path, sizeof g.self_path - 1);
+        g.self_path[len > 0 ? len : 0] = '\0';
+    }
+#endif
     g.t0 = PMPI_Wtime();
     unsigned char h[MKTRACE_HEADER_BYTES];
     memset(h, 0, sizeof h);
@@ -932,7 +955,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_C
     int64_t bytes = tbytes(count, type);
     if (rc == MPI_SUCCESS && source != MPI_PROC_NULL) {
         int c = 0;
-        peer = to_world(ci, st->MPI_SOURCE);
+        if (source == MPI_ANY_SOURCE) peer = to_world(ci, st->MPI_SOURCE);
         rtag = st->MPI_TAG;
         if (PMPI_Get_count(st, MPI_BYTE, &c) == MPI_SUCCESS && c != MPI_UNDEFINED) bytes = c;
     }
@@ -992,7 +1015,7 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int
     int64_t bytes = tbytes(rcount, rtype);
     if (rc == MPI_SUCCESS && source != MPI_PROC_NULL) {
         int c = 0;
-        peer = to_world(ci, st->MPI_SOURCE);
+        if (source == MPI_ANY_SOURCE) peer = to_world(ci, st->MPI_SOURCE);
         tag = st->MPI_TAG;
         if (PMPI_Get_count(st, MPI_BYTE, &c) == MPI_SUCCESS && c != MPI_UNDEFINED) bytes = c;
     }
@@ -1181,7 +1204,7 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
     int32_t peer = to_world(ci, source), rtag = tag_of(tag);
     int c = 0;
     if (rc == MPI_SUCCESS && source != MPI_PROC_NULL) {
-        peer = to_world(ci, st->MPI_SOURCE);
+        if (source == MPI_ANY_SOURCE) peer = to_world(ci, st->MPI_SOURCE);
         rtag = st->MPI_TAG;
         if (PMPI_Get_count(st, MPI_BYTE, &c) != MPI_SUCCESS || c == MPI_UNDEFINED) c = 0;
     }
@@ -1202,7 +1225,7 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status
     int32_t peer = to_world(ci, source), rtag = tag_of(tag);
     int c = 0;
     if (rc == MPI_SUCCESS && *flag && source != MPI_PROC_NULL) {
-        peer = to_world(ci, st->MPI_SOURCE);
+        if (source == MPI_ANY_SOURCE) peer = to_world(ci, st->MPI_SOURCE);
         rtag = st->MPI_TAG;
         if (PMPI_Get_count(st, MPI_BYTE, &c) != MPI_SUCCESS || c == MPI_UNDEFINED) c = 0;
     }
@@ -1224,7 +1247,10 @@ static void coll(int kind, double te, uint64_t site, MPI_Comm comm, int64_t byte
 {
     int ci = comm_index(comm);
     int32_t r = root < 0 ? MKTRACE_NONE : to_world(ci, root);
-    if (root == MPI_ROOT) r = g.rank; /* intercommunicator root group */
+    /* the root group of an intercommunicator (SMPI, which has none, defines MPI_ROOT as 0, a valid root) */
+    int inter = 0;
+    if (root == MPI_ROOT && comm != MPI_COMM_NULL) PMPI_Comm_test_inter(comm, &inter);
+    if (inter) r = g.rank;
     emit(kind, te, now(), site, MKTRACE_NONE, MKTRACE_NONE, bytes, comm_id(ci), r, 0);
 }
 
