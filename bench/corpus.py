@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """The acceptance corpus of issue 23 (skeletons/apps/corpus): skeletons of eight programs nobody here modelled.
 
-For each program and each trace source (mktrace = OpenMPI traced with build/trace/mktrace; ti = SMPI's
-`smpirun -trace-ti`, compute as smpi_execute_flops):
+For each program and each trace source (mktrace = OpenMPI traced with build/trace/mktrace; mktrace-smpi = the
+same tracer linked into the smpicc build, `mktrace --smpi platforms/t3e.xml`: every event with its communicator,
+compute as SMPI's simulated seconds on the T3E's hosts; ti = SMPI's `smpirun -trace-ti`, compute as
+smpi_execute_flops):
   1. trace the training runs (P <= 16, several problem sizes; lulesh P = 1, 8, 27: it needs a cube);
   2. build one skeleton (build/sim/mkskel build); from mktrace traces its compute is in seconds of this
-     machine's CPU, converted into flops with the measured rate of the corpus' compute loop (corpus_rate);
+     machine's CPU, converted into flops with the measured rate of the corpus' compute loop (corpus_rate); from
+     mktrace-smpi traces it is in seconds of the T3E's hosts, converted at their speed;
   3. (a) hold-out: trace the real program with mktrace at P = 32 and 64 (lulesh 64, 125) and compare every
      rank's operations with the skeleton's expansion (mkskel compare);
   4. (b) prediction: mksim on platforms/t3e.xml (up to its 512 nodes) and on a generated torus
@@ -50,7 +53,7 @@ SMPI_COLLECTIVES = ["smpi/barrier:ompi_bruck", "smpi/bcast:binomial_tree", "smpi
                     "smpi/gather:ompi_binomial", "smpi/scatter:ompi_binomial"]
 SMPI_LOG = ["--log=root.thresh:warning", "--log=smpi_utils.thresh:info", "--log=xbt_cfg.thresh:warning",
             "--log=smpi_config.thresh:error"]
-SOURCES = ("mktrace", "ti")
+SOURCES = ("mktrace", "mktrace-smpi", "ti")
 COMPUTE_MODES = ("measured", "declared")
 # what SMPI counts as compute (main sets them from --compute): "measured" adds the CPU between MPI calls at
 # host_speed flop/s
@@ -209,6 +212,33 @@ def trace_mktrace(t, prog, P, values, outdir, timeout):
     if rc != 0:
         return None, "mktrace rc=%d: %s" % (rc, last_error(out + err)), wall
     return outdir, "", wall
+
+
+def trace_mktrace_smpi(t, prog, P, values, outdir, timeout):
+    """The smpicc build with the tracer linked in (NAME-mktrace), under smpirun on the T3E with this compute mode."""
+    cmd = [t.mktrace, "-np", str(P)]
+    for k, v in zip(prog.params, values):
+        cmd += ["--param", "%s=%s" % (k, v)]
+    cmd += ["-o", outdir, "--smpi", T3E_XML]
+    for o in ["--cfg=" + c for c in compute_cfg()] + SMPI_LOG:
+        cmd += ["--mpirun-opt", o]
+    cmd += ["--", os.path.join(t.smpi_dir, prog.name + "-mktrace")] + prog.args(values)
+    rc, out, err, wall, to = run(cmd, timeout)
+    if to:
+        return None, "timeout after %d s" % timeout, wall
+    if rc != 0:
+        return None, "mktrace --smpi rc=%d: %s" % (rc, last_error(out + err)), wall
+    return outdir, "", wall
+
+
+def host_speed(platform_xml):
+    """The flop/s of a platform file's hosts (one speed for all, as in platforms/t3e.xml)."""
+    with open(platform_xml) as f:
+        speeds = set(re.findall(r'speed="([0-9.eE+-]+)([kMGT]?)f"', f.read()))
+    if len(speeds) != 1:
+        raise SystemExit("%s: expected one host speed, found %s" % (platform_xml, sorted(speeds) or "none"))
+    value, unit = speeds.pop()
+    return float(value) * {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[unit]
 
 
 def trace_ti(t, prog, P, values, outdir, workdir, timeout):
@@ -450,7 +480,7 @@ def print_summary(summary, rate, wall):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--programs", default=",".join(PROGRAMS), help="comma-separated subset of " + ",".join(PROGRAMS))
-    ap.add_argument("--sources", default=",".join(SOURCES), help="mktrace and/or ti")
+    ap.add_argument("--sources", default=",".join(SOURCES), help="mktrace, mktrace-smpi and/or ti")
     ap.add_argument("--holdout-P", default=None, help="P of the hold-out traces (default 32,64; lulesh 64,125)")
     ap.add_argument("--P", default=None, help="P of the predictions (default 64,256,1024; lulesh 64,216,1000)")
     ap.add_argument("--platforms", default=",".join(PLATFORMS), help="t3e (platforms/t3e.xml) and/or torus (generated)")
@@ -486,7 +516,7 @@ def main(argv=None):
     plats = [p for p in a.platforms.split(",") if p]
     for s in sources:
         if s not in SOURCES:
-            raise SystemExit("unknown source %r (mktrace, ti)" % s)
+            raise SystemExit("unknown source %r (%s)" % (s, ", ".join(SOURCES)))
     for p in plats:
         if p not in PLATFORMS:
             raise SystemExit("unknown platform %r (t3e, torus)" % p)
@@ -528,6 +558,8 @@ def main(argv=None):
                     d = os.path.join(workdir, "traces", "%s-%s-P%d-%s" % (name, source, P, "-".join(map(str, values))))
                     if source == "mktrace":
                         got, err, _ = trace_mktrace(t, prog, P, values, d, a.timeout)
+                    elif source == "mktrace-smpi":
+                        got, err, _ = trace_mktrace_smpi(t, prog, P, values, d, a.timeout)
                     else:
                         got, err, _ = trace_ti(t, prog, P, values, d, workdir, a.timeout)
                     if not got:
@@ -546,8 +578,8 @@ def main(argv=None):
                             j = json.load(f)
                         s["skeleton"] = "ok"
                         s["compute_seconds_blocks"], s["compute_flops_blocks"] = count_compute(j, "seconds"), count_compute(j, "flops")
-                        if source == "mktrace":  # this machine's CPU seconds -> flops at the loop's rate
-                            seconds_to_flops(j, rate)
+                        if source != "ti":  # seconds -> flops: this machine's at the loop's rate, the T3E's at its speed
+                            seconds_to_flops(j, rate if source == "mktrace" else host_speed(T3E_XML))
                             skel = skel.replace(".skel.json", ".flops.skel.json")
                             with open(skel, "w") as f:
                                 json.dump(j, f, indent=1)
